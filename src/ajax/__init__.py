@@ -1,7 +1,37 @@
 """Ajax: Agents in JAX.
 
 World-model agents (TD-MPC2, DreamerV3), the building blocks they share, and the networks
-toolbox the model-free agents are built from.
+toolbox the model-free agents (SAC, TD3, PPO) are built from. The agent classes load lazily,
+so ``import ajax`` stays cheap::
+
+    import ajax
+    state, metrics = ajax.SAC(env="Pendulum-v1").train(seed=0, total_steps=20_000)
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+_AGENTS = {
+    "SAC": ("ajax.agents.sac", "SAC"),
+    "SACConfig": ("ajax.agents.sac", "SACConfig"),
+    "TD3": ("ajax.agents.td3", "TD3"),
+    "TD3Config": ("ajax.agents.td3", "TD3Config"),
+    "PPO": ("ajax.agents.ppo", "PPO"),
+    "PPOConfig": ("ajax.agents.ppo", "PPOConfig"),
+    "TDMPC2": ("ajax.agents.tdmpc2", "TDMPC2"),
+    "TDMPC2Config": ("ajax.agents.tdmpc2", "TDMPC2Config"),
+    "make_env": ("ajax.environments", "make_env"),
+}
+
+__all__ = sorted(_AGENTS)
+
+
+def __getattr__(name: str):
+    # Module-level lazy import (PEP 562), not attribute delegation on an object.
+    if name not in _AGENTS:
+        raise AttributeError(f"module 'ajax' has no attribute {name!r}")
+    module, attr = _AGENTS[name]
+    return getattr(importlib.import_module(module), attr)

@@ -1,1 +1,1 @@
-"""ajax.agents."""
+"""The agents, by command-line name."""

@@ -50,6 +50,8 @@ def linear(
         raise ValueError(f"outscale must be >= 0, got {outscale}")
     if features <= 0:
         raise ValueError(f"features must be positive, got {features}")
+    if kernel_init is None:
+        raise ValueError("linear needs a kernel_init, e.g. 'trunc_normal_fan_in' or 'normal(0.02)'")
     k_init = _scaled(parse_initialization(kernel_init), outscale)
     b_init = parse_initialization(bias_init)
     return nn.Dense(features, kernel_init=k_init, bias_init=b_init, name=name)

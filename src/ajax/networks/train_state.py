@@ -13,6 +13,7 @@ from typing import Any
 
 import flax.struct
 import jax
+import jax.numpy as jnp
 import optax
 
 Params = Any
@@ -23,11 +24,34 @@ def ema_update(target: Params, online: Params, rate: float) -> Params:
 
     ``optax.incremental_update(new, old, step_size)``; the target receives no gradient.
     """
-    if not 0.0 <= rate <= 1.0:
+    if isinstance(rate, int | float) and not 0.0 <= rate <= 1.0:  # a traced rate is not checked
         raise ValueError(f"EMA rate must be in [0, 1], got {rate}")
     return optax.incremental_update(
         jax.lax.stop_gradient(online), jax.lax.stop_gradient(target), rate
     )
+
+
+class ActionUnits(flax.struct.PyTreeNode):
+    """Affine map of the agent's [-1, 1] actions onto an env box: ``c + h * a``."""
+
+    low: jax.Array
+    high: jax.Array
+
+    def __call__(self, action: jax.Array) -> jax.Array:
+        """``action`` in [-1, 1] -> the box's units (-1 -> low, 1 -> high)."""
+        return (self.high + self.low) / 2 + (self.high - self.low) / 2 * action
+
+
+class ObsStats(flax.struct.PyTreeNode):
+    """Observation mean and variance applied as ``(obs - mean) / sqrt(var + eps)``."""
+
+    mean: jax.Array
+    var: jax.Array
+    eps: float = flax.struct.field(pytree_node=False, default=1e-8)
+
+    def normalize(self, obs: jax.Array) -> jax.Array:
+        """``obs`` standardised feature-wise."""
+        return (obs - self.mean) / jnp.sqrt(self.var + self.eps)
 
 
 class LoadedTrainState(flax.struct.PyTreeNode):
@@ -35,7 +59,9 @@ class LoadedTrainState(flax.struct.PyTreeNode):
 
     ``target_params`` is a copy for bootstrapping (``None`` when unused); ``batch_stats`` holds
     running statistics (BatchRenorm) updated by :meth:`apply_train`; ``hidden_state`` is the
-    carry of a recurrent network while acting (``None`` when feedforward).
+    carry of a recurrent network while acting (``None`` when feedforward); ``action_units`` an
+    :class:`ActionUnits` map under which a critic reads actions in the env's units (TD3's);
+    ``obs_stats`` an :class:`ObsStats` the network normalises its observations with.
     """
 
     step: jax.Array
@@ -44,6 +70,8 @@ class LoadedTrainState(flax.struct.PyTreeNode):
     target_params: Params = None
     batch_stats: Params = None
     hidden_state: Any = None
+    action_units: Any = None
+    obs_stats: Any = None
     apply_fn: Callable = flax.struct.field(pytree_node=False, default=None)
     tx: optax.GradientTransformation = flax.struct.field(pytree_node=False, default=None)
 
@@ -60,10 +88,11 @@ class LoadedTrainState(flax.struct.PyTreeNode):
     ) -> LoadedTrainState:
         """A fresh state; ``target=True`` starts ``target_params`` as an exact copy."""
         return cls(
-            step=jax.numpy.zeros((), jax.numpy.int32),
+            step=jnp.zeros((), jnp.int32),
             params=params,
             opt_state=tx.init(params),
-            target_params=jax.tree.map(lambda x: x, params) if target else None,
+            # copies, not aliases of the online buffers, so that the state can be donated
+            target_params=jax.tree.map(jnp.copy, params) if target else None,
             batch_stats=batch_stats,
             hidden_state=hidden_state,
             apply_fn=apply_fn,

@@ -1,0 +1,7 @@
+"""``python -m ajax`` runs the command line."""
+
+import sys
+
+from ajax.cli import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""DreamerV3's categorical latents: unimix, straight-through samples, KL and free bits.
+
+Spec 000 B7 (DreamerV3 side) and B8; arXiv:2301.04104v2 Eqs. 3-5 and Sec. "Robust predictions";
+danijar/dreamerv3@e3f0224 embodied/jax/outs.py:208-270 (Categorical, OneHot) and
+dreamerv3/rssm.py:125-138 (RSSM.loss).
+
+The RSSM's stochastic state is S independent categoricals with C classes each, stored as raw
+logits [..., S, C]. Every function here takes raw logits and applies the 1% uniform mixture
+itself, so the mixture is re-applied after any stop-gradient (the references wrap sg(logits) in a
+fresh distribution). These latents share the reshape and softmax with TD-MPC2's SimNorm and
+nothing else: SimNorm is deterministic, without unimix or sampling.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+sg = jax.lax.stop_gradient
+
+
+def _check_unimix(unimix: float) -> None:
+    if not 0.0 <= unimix < 1.0:
+        raise ValueError(f"unimix must be in [0, 1), got {unimix}; DreamerV3 uses 0.01.")
+
+
+def _check_logits(logits: jax.Array, name: str = "logits") -> jax.Array:
+    logits = jnp.asarray(logits, jnp.float32)
+    if logits.ndim == 0 or logits.shape[-1] < 2:
+        raise ValueError(f"{name} must have a class axis of size >= 2 last, got {logits.shape}.")
+    return logits
+
+
+def unimix_logits(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
+    """Logits of (1 - u) softmax(l) + u / C over the last axis.
+
+    outs.py:211-218 (Categorical.__init__). With ``unimix = 0`` the logits pass through unchanged,
+    as in the reference; every consumer normalises them with a (log-)softmax.
+    """
+    _check_unimix(unimix)
+    logits = _check_logits(logits)
+    if unimix == 0.0:
+        return logits
+    probs = jax.nn.softmax(logits, axis=-1)
+    probs = (1.0 - unimix) * probs + unimix / logits.shape[-1]
+    return jnp.log(probs)
+
+
+def onehot_st_sample(key: jax.Array, logits: jax.Array, unimix: float = 0.01) -> jax.Array:
+    """A one-hot sample [..., C] of Cat(unimix(l)) with straight-through gradients.
+
+    outs.py:240-270 (OneHot.sample, _onehot_with_grad): the value is sg(onehot) + (p - sg(p)) with p
+    the mixed probabilities, so it is exactly one-hot while d value / d l = d p / d l.
+    """
+    mixed = unimix_logits(logits, unimix)
+    index = jax.random.categorical(key, mixed, axis=-1)
+    onehot = jax.nn.one_hot(index, mixed.shape[-1], dtype=jnp.float32)
+    probs = jax.nn.softmax(mixed, axis=-1)
+    return sg(onehot) + (probs - sg(probs))
+
+
+def categorical_kl(logits_p: jax.Array, logits_q: jax.Array, unimix: float = 0.01) -> jax.Array:
+    """KL(P || Q) per categorical, summed over the class axis only: shape [...].
+
+    outs.py:234-238 (Categorical.kl) on unimix-mixed logits. The caller sums over the S latents.
+    """
+    logits_p, logits_q = _check_logits(logits_p, "logits_p"), _check_logits(logits_q, "logits_q")
+    if logits_p.shape != logits_q.shape:
+        raise ValueError(f"KL needs equal shapes, got {logits_p.shape} and {logits_q.shape}.")
+    log_p = jax.nn.log_softmax(unimix_logits(logits_p, unimix), axis=-1)
+    log_q = jax.nn.log_softmax(unimix_logits(logits_q, unimix), axis=-1)
+    return jnp.sum(jnp.exp(log_p) * (log_p - log_q), axis=-1)
+
+
+def categorical_entropy(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
+    """Entropy -sum p log p of the mixed categorical, over the class axis: shape [...].
+
+    outs.py:228-232 (Categorical.entropy).
+    """
+    log_p = jax.nn.log_softmax(unimix_logits(logits, unimix), axis=-1)
+    return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
+
+
+def free_bits(x: jax.Array, nats: float = 1.0) -> jax.Array:
+    """max(x, nats): below the threshold the loss is constant and passes no gradient.
+
+    arXiv:2301.04104v2 Eq. 5; rssm.py:131-133.
+    """
+    if nats < 0:
+        raise ValueError(f"free nats must be >= 0, got {nats}.")
+    return jnp.maximum(x, nats)
+
+
+def _latent_kl(post: jax.Array, prior: jax.Array, unimix: float) -> jax.Array:
+    post, prior = _check_logits(post, "post_logits"), _check_logits(prior, "prior_logits")
+    if post.ndim < 2:
+        raise ValueError(f"latent logits must be [..., S, C], got shape {post.shape}.")
+    return jnp.sum(categorical_kl(post, prior, unimix), axis=-1)
+
+
+def dyn_loss(
+    post_logits: jax.Array, prior_logits: jax.Array, unimix: float = 0.01, nats: float = 1.0
+) -> jax.Array:
+    """Dynamics loss max(nats, sum_S KL(sg(post) || prior)) per leading index, e.g. [B, T].
+
+    arXiv:2301.04104v2 Eq. 5 (L_dyn); rssm.py:129. Trains the prior towards the posterior only.
+    """
+    return free_bits(_latent_kl(sg(post_logits), prior_logits, unimix), nats)
+
+
+def rep_loss(
+    post_logits: jax.Array, prior_logits: jax.Array, unimix: float = 0.01, nats: float = 1.0
+) -> jax.Array:
+    """Representation loss max(nats, sum_S KL(post || sg(prior))) per leading index, e.g. [B, T].
+
+    arXiv:2301.04104v2 Eq. 5 (L_rep); rssm.py:130. Trains the posterior (encoder) only.
+    """
+    return free_bits(_latent_kl(post_logits, sg(prior_logits), unimix), nats)

@@ -1,0 +1,221 @@
+"""DreamerV3's RSSM networks: BlockLinear, the block-GRU core and the prior/posterior heads.
+
+Spec 000 B6 and B15 (DreamerV3 spec Algorithm A); arXiv:2301.04104v2 Sec. 2 and Table 4;
+danijar/dreamerv3@e3f0224 dreamerv3/rssm.py:16-176 (RSSM) and embodied/jax/nets.py:254-281
+(BlockLinear). Ajax computes in float32 only (deviation D4), so there is no dtype field.
+
+The recurrent core is not a flax GRUCell: the reset gate scales the whole candidate, the update
+gate has a -1 bias, the weights are block-diagonal over ``blocks`` groups of the deterministic
+state, and a normalised hidden layer sits in front of the gates. The blocks talk to each other
+only through the shared input x0 = SiLU(RMS(Linear(deter))).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from ajax.networks.blocks import NormedMLP, linear
+from ajax.networks.utils import trunc_normal_fan_in
+
+sg = jax.lax.stop_gradient
+
+# The reference's RMSNorm epsilon (nets.py:364) and kernel initializer (configs.yaml winit).
+_NORM_EPS = 1e-4
+_INIT = "trunc_normal_fan_in"
+
+
+class BlockLinear(nn.Module):
+    """A block-diagonal Linear: ``blocks`` independent Linears over equal slices of the input.
+
+    nets.py:254-281. Kernel (g, I/g, U/g), bias (U,); the output is
+    einsum('...ki,kio->...ko', x.reshape(..., g, I/g), W).reshape(..., U) + b. The kernel is drawn
+    from the fan-in truncated normal with fan_in = I, the full input width (B5), at outscale 1.
+    """
+
+    features: int
+    blocks: int
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Apply to ``x [..., I]``; returns ``[..., features]``."""
+        g, insize = self.blocks, x.shape[-1]
+        if g <= 0 or self.features % g or insize % g:
+            raise ValueError(
+                f"BlockLinear needs blocks > 0 dividing both features ({self.features}) and the "
+                f"input width ({insize}), got blocks={g}."
+            )
+        shape = (g, insize // g, self.features // g)
+        kernel = self.param("kernel", trunc_normal_fan_in(1.0), shape, jnp.float32)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
+        x = jnp.asarray(x, jnp.float32).reshape(*x.shape[:-1], g, insize // g)
+        y = jnp.einsum("...ki,kio->...ko", x, kernel)
+        return y.reshape(*y.shape[:-2], self.features) + bias
+
+
+def _groups(x: jax.Array, blocks: int) -> jax.Array:
+    """[..., (g h)] -> [..., g, h]."""
+    return x.reshape(*x.shape[:-1], blocks, x.shape[-1] // blocks)
+
+
+def _flat(x: jax.Array) -> jax.Array:
+    """[..., g, h] -> [..., (g h)]."""
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+def block_gru_gates(x: jax.Array, blocks: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Activated gates (reset, candidate, update), each [..., D], from the dyngru output [..., 3D].
+
+    rssm.py:161-166. Each block's output slice is laid out [r | c | u]; r = sigmoid(r),
+    c = tanh(r * c) (the reset gate scales the whole candidate) and u = sigmoid(u - 1), so a
+    zero-initialised layer keeps 1 - sigmoid(-1) = 73% of the old state.
+    """
+    if x.shape[-1] % (3 * blocks):
+        raise ValueError(
+            f"gate width {x.shape[-1]} must be a multiple of 3 * blocks = {3 * blocks}."
+        )
+    reset, cand, update = (_flat(part) for part in jnp.split(_groups(x, blocks), 3, axis=-1))
+    reset = jax.nn.sigmoid(reset)
+    return reset, jnp.tanh(reset * cand), jax.nn.sigmoid(update - 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class RSSMConfig:
+    """Sizes of DreamerV3's RSSM (configs.yaml:91 and the size presets :120-153).
+
+    Attributes:
+        deter: D, width of the deterministic (GRU) state.
+        hidden: d, width of the input, prior and posterior layers.
+        classes: C, classes per categorical latent.
+        action_dim: A, width of the embedded action (number of actions when discrete).
+        discrete_actions: actions are integer indices, embedded one-hot; else float vectors.
+        stoch: S, number of categorical latents.
+        blocks: g, number of GRU blocks; divides D.
+        unimix: uniform mixture of the latent categoricals.
+        img_layers: hidden layers of the prior MLP.
+        obs_layers: hidden layers of the posterior MLP.
+        dyn_layers: normalised BlockLinear layers in front of the gates.
+    """
+
+    deter: int
+    hidden: int
+    classes: int
+    action_dim: int
+    discrete_actions: bool = False
+    stoch: int = 32
+    blocks: int = 8
+    unimix: float = 0.01
+    img_layers: int = 2
+    obs_layers: int = 1
+    dyn_layers: int = 1
+
+    def __post_init__(self):
+        for name in ("deter", "hidden", "classes", "action_dim", "stoch", "blocks"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"RSSMConfig.{name} must be positive, got {getattr(self, name)}.")
+        if self.deter % self.blocks:
+            raise ValueError(f"blocks ({self.blocks}) must divide deter ({self.deter}).")
+        if self.classes < 2:
+            raise ValueError(f"classes must be >= 2, got {self.classes}.")
+        if not 0.0 <= self.unimix < 1.0:
+            raise ValueError(f"unimix must be in [0, 1), got {self.unimix}.")
+        if min(self.img_layers, self.obs_layers, self.dyn_layers) < 0:
+            raise ValueError("img_layers, obs_layers and dyn_layers must be >= 0.")
+
+    @classmethod
+    def size12m(cls, action_dim: int, discrete_actions: bool = False) -> RSSMConfig:
+        """The 12M model: D = 2048, d = 256, S = 32, C = 16, 8 blocks (configs.yaml:125-128)."""
+        return cls(2048, 256, 16, action_dim, discrete_actions)
+
+    @classmethod
+    def size50m(cls, action_dim: int, discrete_actions: bool = False) -> RSSMConfig:
+        """The 50M model: D = 4096, d = 512, C = 32 (configs.yaml:135-138)."""
+        return cls(4096, 512, 32, action_dim, discrete_actions)
+
+    @classmethod
+    def size200m(cls, action_dim: int, discrete_actions: bool = False) -> RSSMConfig:
+        """The 200M model, the reference's default: D = 8192, d = 1024, C = 64 (configs.yaml:91)."""
+        return cls(8192, 1024, 64, action_dim, discrete_actions)
+
+
+class RSSM(nn.Module):
+    """DreamerV3's RSSM networks; the observe and imagine steps are the pure functions of rssm.py.
+
+    Methods (use with ``apply(..., method=...)``): :meth:`core` (Algorithm A), :meth:`prior` and
+    :meth:`posterior` (raw logits [..., S, C]). ``init`` runs :meth:`__call__`, which touches all.
+    Parameter names follow the reference: dynin0-2, dynhid_i (+ dynhid_norm_i), dyngru, prior_mlp
+    with prior_logit, post_mlp with post_logit.
+    """
+
+    config: RSSMConfig
+
+    def setup(self):
+        c = self.config
+        self.dynin0 = NormedMLP.dreamerv3(1, c.hidden)
+        self.dynin1 = NormedMLP.dreamerv3(1, c.hidden)
+        self.dynin2 = NormedMLP.dreamerv3(1, c.hidden)
+        self.dynhid = [BlockLinear(c.deter, c.blocks) for _ in range(c.dyn_layers)]
+        self.dynhid_norm = [
+            nn.RMSNorm(epsilon=_NORM_EPS, dtype=jnp.float32) for _ in range(c.dyn_layers)
+        ]
+        self.dyngru = BlockLinear(3 * c.deter, c.blocks)
+        self.prior_mlp = NormedMLP.dreamerv3(c.img_layers, c.hidden)
+        self.prior_logit = linear(c.stoch * c.classes, _INIT)
+        self.post_mlp = NormedMLP.dreamerv3(c.obs_layers, c.hidden)
+        self.post_logit = linear(c.stoch * c.classes, _INIT)
+
+    def core_inputs(self, deter: jax.Array, stoch: jax.Array, action: jax.Array) -> jax.Array:
+        """x = [x0 | x1 | x2] [B, 3d]: SiLU(RMS(Linear)) of deter, flat stoch and a / sg(max(1, |a|)).
+
+        rssm.py:140-150. ``action`` is the embedded action [B, A] (one-hot when discrete).
+        """
+        c = self.config
+        if deter.shape[-1] != c.deter or stoch.shape[-2:] != (c.stoch, c.classes):
+            raise ValueError(
+                f"expected deter [B, {c.deter}] and stoch [B, {c.stoch}, {c.classes}], got "
+                f"{deter.shape} and {stoch.shape}."
+            )
+        if action.shape[-1] != c.action_dim:
+            raise ValueError(f"embedded action must be [B, {c.action_dim}], got {action.shape}.")
+        stoch = stoch.reshape(*stoch.shape[:-2], c.stoch * c.classes)
+        action = action / sg(jnp.maximum(1.0, jnp.abs(action)))
+        return jnp.concatenate([self.dynin0(deter), self.dynin1(stoch), self.dynin2(action)], -1)
+
+    def core_recurrence(self, deter: jax.Array, x: jax.Array) -> jax.Array:
+        """h' = u c + (1 - u) h from the deter state [B, D] and the shared inputs x [B, 3d].
+
+        rssm.py:151-167. Every block sees its own deter slice next to all of x, so with x fixed
+        output block k depends on deter block k only.
+        """
+        g = self.config.blocks
+        shared = jnp.repeat(x[..., None, :], g, axis=-2)
+        h = _flat(jnp.concatenate([_groups(deter, g), shared], axis=-1))
+        for layer, norm in zip(self.dynhid, self.dynhid_norm, strict=True):
+            h = jax.nn.silu(norm(layer(h)))
+        _, cand, update = block_gru_gates(self.dyngru(h), g)
+        return update * cand + (1.0 - update) * deter
+
+    def core(self, deter: jax.Array, stoch: jax.Array, action: jax.Array) -> jax.Array:
+        """The block-GRU core, Algorithm A: next deter [B, D] (rssm.py:139-167)."""
+        return self.core_recurrence(deter, self.core_inputs(deter, stoch, action))
+
+    def _logits(self, layer: nn.Module, x: jax.Array) -> jax.Array:
+        c = self.config
+        return layer(x).reshape(*x.shape[:-1], c.stoch, c.classes)
+
+    def prior(self, deter: jax.Array) -> jax.Array:
+        """Prior logits [B, S, C]: [d] x img_layers MLP on deter (rssm.py:169-174)."""
+        return self._logits(self.prior_logit, self.prior_mlp(deter))
+
+    def posterior(self, deter: jax.Array, embed: jax.Array) -> jax.Array:
+        """Posterior logits [B, S, C]: [d] x obs_layers MLP on concat(deter, embed) (rssm.py:91-97)."""
+        x = jnp.concatenate([deter, jnp.asarray(embed, jnp.float32)], axis=-1)
+        return self._logits(self.post_logit, self.post_mlp(x))
+
+    def __call__(self, deter, stoch, action, embed):
+        """(next deter, prior logits, posterior logits): used by ``init`` to create every parameter."""
+        deter = self.core(deter, stoch, action)
+        return deter, self.prior(deter), self.posterior(deter, embed)

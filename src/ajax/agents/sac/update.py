@@ -1,0 +1,126 @@
+"""SAC's update step and acting (Haarnoja et al. 2018; stable-baselines3 sac.py order)."""
+
+from __future__ import annotations
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from ajax.agents.sac import losses
+from ajax.agents.sac.config import SACConfig
+from ajax.networks.config import EnvConfig, NetworkConfig, OptimizerConfig
+from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
+from ajax.networks.train_state import LoadedTrainState
+from ajax.training.off_policy import Transition
+
+
+class SACState(flax.struct.PyTreeNode):
+    """Actor, twin critics with their target, and the temperature."""
+
+    actor_state: LoadedTrainState
+    critic_state: LoadedTrainState
+    log_alpha: jax.Array
+    alpha_opt_state: optax.OptState
+
+
+def env_config_of(env, n_envs: int = 1) -> EnvConfig:
+    spec = env.spec
+    return EnvConfig(
+        obs_shape=tuple(spec.observation_shape),
+        action_dim=spec.action_dim,
+        continuous=not spec.discrete,
+        n_envs=n_envs,
+        action_low=None if spec.discrete else spec.action_space.low,
+        action_high=None if spec.discrete else spec.action_space.high,
+    )
+
+
+def init(config: SACConfig, key, env) -> SACState:
+    """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble."""
+    arch = (str(config.hidden), "relu", str(config.hidden), "relu")
+    net = NetworkConfig(
+        actor_architecture=arch,
+        critic_architecture=arch,
+        kernel_init="lecun_normal",
+        actor_kernel_init="lecun_normal",
+        critic_kernel_init="lecun_normal",
+        log_std_init=0.0,
+        log_std_kernel_init="lecun_normal",
+        log_std_bounds=config.log_std_bounds,
+    )
+    opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
+    actor_state, critic_state = get_initialized_actor_critic(
+        key,
+        env_config_of(env),
+        opt,
+        opt,
+        net,
+        continuous=True,
+        action_value=True,
+        squash=True,
+        num_critics=config.num_critics,
+    )
+    log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
+    return SACState(actor_state, critic_state, log_alpha, _alpha_tx(config).init(log_alpha))
+
+
+def _alpha_tx(config: SACConfig):
+    return optax.adam(config.learning_rate, eps=1e-8)
+
+
+def _target_entropy(config: SACConfig, action_dim: int) -> float:
+    return -float(action_dim) if config.target_entropy is None else config.target_entropy
+
+
+def act(state: SACState, obs, key, deterministic: bool):
+    """A squashed-Gaussian action in [-1, 1]: tanh of the mean when deterministic."""
+    pi = state.actor_state.apply_fn({"params": state.actor_state.params}, obs)
+    return pi.mean() if deterministic else pi.sample(seed=key)
+
+
+def update(config: SACConfig, state: SACState, batch: Transition, key):
+    """One SAC gradient step: temperature, critics, actor, then the target EMA."""
+    k_next, k_pi = jax.random.split(key)
+    actor, critic = state.actor_state, state.critic_state
+    alpha = jnp.exp(state.log_alpha)
+    action_dim = batch.action.shape[-1]
+
+    pi_next = actor.apply_fn({"params": actor.params}, batch.next_obs)
+    a_next, logp_next = losses.sample_action(pi_next, k_next)
+    q_next = predict_value(critic, critic.target_params, action_value_input(batch.next_obs, a_next))
+    target = losses.soft_td_target(
+        batch.reward,
+        config.gamma * (1.0 - batch.terminated),
+        q_next.min(0)[..., 0],
+        logp_next,
+        alpha,
+    )
+
+    def critic_fn(params):
+        q = predict_value(critic, params, action_value_input(batch.obs, batch.action))
+        return losses.critic_loss(q[..., 0], target)
+
+    (_, c_metrics), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
+    critic = critic.apply_gradients(grads)
+
+    def actor_fn(params):
+        a, logp = losses.sample_action(actor.apply_fn({"params": params}, batch.obs), k_pi)
+        q = predict_value(critic, critic.params, action_value_input(batch.obs, a))
+        loss, metrics = losses.actor_loss(q.min(0)[..., 0], logp, alpha)
+        return loss, (metrics, logp)
+
+    (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
+    actor = actor.apply_gradients(grads)
+
+    alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
+        state.log_alpha, logp, _target_entropy(config, action_dim)
+    )
+    alpha_updates, alpha_opt_state = _alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
+    state = state.replace(
+        actor_state=actor,
+        critic_state=critic.soft_update(config.tau),
+        log_alpha=optax.apply_updates(state.log_alpha, alpha_updates),
+        alpha_opt_state=alpha_opt_state,
+    )
+    return state, {**c_metrics, **a_metrics, **t_metrics}

@@ -1,0 +1,42 @@
+"""TD3 configuration (Fujimoto et al., arXiv:1802.09477; defaults of the authors' TD3.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ajax.training.config import OffPolicyConfig
+
+
+@dataclass(frozen=True)
+class TD3Config(OffPolicyConfig):
+    """Twin delayed DDPG.
+
+    Attributes:
+        learning_rate: Adam step size of actor and critics (authors: 3e-4).
+        gamma: discount.
+        tau: target EMA rate of actor and critics (authors: 0.005).
+        policy_delay: critic updates per actor and target update (authors: 2).
+        exploration_noise: std of the Gaussian added to acting actions, in [-1, 1] units (0.1).
+        target_noise: std of the target-policy smoothing noise (0.2).
+        target_noise_clip: clip of that noise (0.5).
+        hidden: width of the two hidden layers.
+    """
+
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+    policy_delay: int = 2
+    exploration_noise: float = 0.1
+    target_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    hidden: int = 256
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.policy_delay < 1:
+            raise ValueError(f"policy_delay must be >= 1, got {self.policy_delay}")
+        for name in ("exploration_noise", "target_noise", "target_noise_clip"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")

@@ -1,0 +1,191 @@
+"""TD-MPC2 hyperparameters: the world model, the MPPI planner and the optimisation constants.
+
+Defaults are the official single-task configuration (nicklashansen/tdmpc2@e9f5932
+tdmpc2/config.yaml, unchanged since the paper-era 5f6fade) and arXiv:2310.16828v2 Table 8. The five
+model sizes of the paper's scaling study are :meth:`TDMPC2Config.preset` (common/__init__.py
+MODEL_SIZE, which overrides the yaml's architecture fields).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ajax.distributional import TwoHot
+from ajax.returns import discount_from_horizon
+
+# Architecture of each model size (M parameters): tdmpc2/common/__init__.py MODEL_SIZE. num_q is 5
+# unless the size says otherwise.
+_MODEL_SIZES: dict[int, dict[str, int]] = {
+    1: dict(enc_dim=256, mlp_dim=384, latent_dim=128, num_enc_layers=2, num_q=2),
+    5: dict(enc_dim=256, mlp_dim=512, latent_dim=512, num_enc_layers=2),
+    19: dict(enc_dim=1024, mlp_dim=1024, latent_dim=768, num_enc_layers=3),
+    48: dict(enc_dim=1792, mlp_dim=1792, latent_dim=768, num_enc_layers=4),
+    317: dict(enc_dim=4096, mlp_dim=4096, latent_dim=1376, num_enc_layers=5, num_q=8),
+}
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannerConfig:
+    """MPPI planning constants (config.yaml "planning"; paper Sec. 3.2 and Table 8).
+
+    Attributes:
+        horizon: planning horizon H (also the length of the training rollouts).
+        iterations: MPPI iterations per step before the large-action heuristic, see
+            :meth:`num_iterations`.
+        num_samples: action sequences N scored per iteration, policy trajectories included.
+        num_pi_trajs: P sequences rolled out by the policy prior, fixed over the iterations.
+        num_elites: E best sequences of each iteration that refit the sampling distribution.
+        min_std, max_std: bounds of the per-step sampling std; every plan starts at max_std.
+        temperature: multiplies the elite values inside the softmax (score = exp(tau (V - max V))).
+    """
+
+    horizon: int = 3
+    iterations: int = 6
+    num_samples: int = 512
+    num_pi_trajs: int = 24
+    num_elites: int = 64
+    min_std: float = 0.05
+    max_std: float = 2.0
+    temperature: float = 0.5
+
+    def __post_init__(self):
+        for name in ("horizon", "iterations", "num_samples", "num_elites"):
+            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        _require(
+            0 <= self.num_pi_trajs < self.num_samples,
+            f"need 0 <= num_pi_trajs < num_samples, got {self.num_pi_trajs} and {self.num_samples}",
+        )
+        _require(
+            self.num_elites <= self.num_samples,
+            f"num_elites ({self.num_elites}) cannot exceed num_samples ({self.num_samples})",
+        )
+        _require(
+            0 < self.min_std <= self.max_std,
+            f"need 0 < min_std <= max_std, got {self.min_std} and {self.max_std}",
+        )
+        _require(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+
+    @property
+    def num_candidates(self) -> int:
+        """N - P Gaussian candidates drawn per iteration."""
+        return self.num_samples - self.num_pi_trajs
+
+    def num_iterations(self, action_dim: int) -> int:
+        """iterations + 2 when action_dim >= 20 (tdmpc2.py:34, "heuristic for large action spaces")."""
+        _require(action_dim >= 1, f"action_dim must be >= 1, got {action_dim}")
+        return self.iterations + 2 * int(action_dim >= 20)
+
+
+@dataclasses.dataclass(frozen=True)
+class TDMPC2Config:
+    """TD-MPC2's configuration for state observations (single task).
+
+    Frozen and hashable, so a flax module can hold it as a field. Build the paper's model sizes
+    with :meth:`preset`; the plain constructor is the yaml default (the 5M model).
+
+    Attributes:
+        enc_dim, mlp_dim, latent_dim: widths of the encoder, of every other MLP and of the latent.
+        num_enc_layers: the state encoder has max(num_enc_layers - 1, 1) hidden layers.
+        num_q: Q-ensemble size (random pairs need >= 2).
+        simnorm_dim: SimNorm group size V; latent_dim must be a multiple.
+        num_bins, vmin, vmax: two-hot bins of the reward and Q heads, in symlog space.
+        log_std_min, log_std_max: bounds of the policy's log std.
+        dropout: dropout rate after the first layer of each Q member.
+        planner: the MPPI constants.
+        lr, enc_lr_scale, grad_clip_norm: Adam rate, the encoder's rate multiplier and the global
+            clip norm of both optimisers.
+        tau: EMA rate of the target Qs (also the RunningScale rate).
+        rho: temporal weight rho^t of the H-step losses.
+        consistency_coef, reward_coef, value_coef, entropy_coef: loss weights.
+        discount_denom, discount_min, discount_max: the discount heuristic, see :meth:`discount`.
+        batch_size: sampled subsequences per update.
+    """
+
+    enc_dim: int = 256
+    mlp_dim: int = 512
+    latent_dim: int = 512
+    num_enc_layers: int = 2
+    num_q: int = 5
+    simnorm_dim: int = 8
+    num_bins: int = 101
+    vmin: float = -10.0
+    vmax: float = 10.0
+    log_std_min: float = -10.0
+    log_std_max: float = 2.0
+    dropout: float = 0.01
+    planner: PlannerConfig = PlannerConfig()
+    lr: float = 3e-4
+    enc_lr_scale: float = 0.3
+    grad_clip_norm: float = 20.0
+    tau: float = 0.01
+    rho: float = 0.5
+    consistency_coef: float = 20.0
+    reward_coef: float = 0.1
+    value_coef: float = 0.1
+    entropy_coef: float = 1e-4
+    discount_denom: float = 5.0
+    discount_min: float = 0.95
+    discount_max: float = 0.995
+    batch_size: int = 256
+
+    def __post_init__(self):
+        for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers", "simnorm_dim"):
+            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        _require(
+            self.latent_dim % self.simnorm_dim == 0,
+            f"latent_dim ({self.latent_dim}) must be a multiple of simnorm_dim "
+            f"({self.simnorm_dim}): SimNorm splits the latent into groups of that size",
+        )
+        _require(
+            self.num_q >= 2, f"num_q must be >= 2 (Q reductions draw a pair), got {self.num_q}"
+        )
+        _require(
+            self.vmin == -self.vmax,
+            f"two-hot range must be symmetric (vmin == -vmax), got [{self.vmin}, {self.vmax}]",
+        )
+        _require(
+            self.log_std_min < self.log_std_max,
+            f"need log_std_min < log_std_max, got {self.log_std_min} and {self.log_std_max}",
+        )
+        _require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}")
+        _require(
+            0.0 < self.discount_min <= self.discount_max < 1.0,
+            f"need 0 < discount_min <= discount_max < 1, got "
+            f"{self.discount_min} and {self.discount_max}",
+        )
+        for name in ("lr", "grad_clip_norm", "discount_denom", "batch_size"):
+            _require(getattr(self, name) > 0, f"{name} must be > 0, got {getattr(self, name)}")
+        _require(0.0 <= self.tau <= 1.0, f"tau must be in [0, 1], got {self.tau}")
+        _require(self.enc_lr_scale >= 0, f"enc_lr_scale must be >= 0, got {self.enc_lr_scale}")
+        self.two_hot()  # validates num_bins (odd, >= 3) with TwoHot's own message
+
+    @classmethod
+    def preset(cls, size: int, **overrides) -> TDMPC2Config:
+        """The paper's model of ``size`` M parameters: 1, 5, 19, 48 or 317 (MODEL_SIZE table).
+
+        Keyword ``overrides`` replace any field afterwards (e.g. ``planner=PlannerConfig(...)``).
+        """
+        if size not in _MODEL_SIZES:
+            raise ValueError(
+                f"unknown TD-MPC2 model size {size!r}; valid sizes: {sorted(_MODEL_SIZES)}"
+            )
+        return cls(**{**_MODEL_SIZES[size], **overrides})
+
+    def two_hot(self) -> TwoHot:
+        """The reward and Q heads' two-hot: num_bins bins on [vmin, vmax] in symlog space."""
+        return TwoHot.tdmpc2(num_bins=self.num_bins, limit=float(self.vmax))
+
+    def discount(self, episode_length: int) -> float:
+        """gamma(T) = clip(1 - discount_denom / T, discount_min, discount_max) (HEAD tdmpc2.py:57-70).
+
+        The horizon form h = T / discount_denom of :func:`ajax.returns.discount_from_horizon`.
+        """
+        _require(episode_length > 0, f"episode_length must be > 0, got {episode_length}")
+        return discount_from_horizon(
+            episode_length / self.discount_denom, lo=self.discount_min, hi=self.discount_max
+        )

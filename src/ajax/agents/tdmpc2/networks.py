@@ -1,0 +1,182 @@
+"""TD-MPC2's implicit world model for state observations: encode, next, reward, pi and Q.
+
+arXiv:2310.16828v2 Sec. 3.1 and App. A; nicklashansen/tdmpc2 common/world_model.py (HEAD e9f5932
+:17-35 construction, :103-216 methods) and common/layers.py (:74-150 SimNorm, NormedLinear, mlp,
+enc). Every network is the reference's ``mlp``: hidden NormedLinear layers (Linear, [Dropout],
+LayerNorm, Mish; :class:`ajax.networks.blocks.NormedMLP`) and an output Linear, which for the
+encoder and the dynamics is followed by LayerNorm and SimNorm so that the latent is a
+concatenation of probability vectors. Kernels are N(0, 0.02^2), biases 0, and the last kernels of
+the reward head and of every Q member are zero (world_model.py:30-32).
+
+Single task only: no task embedding and no action masks (the multi-task variant concatenates a
+96-dim task embedding to every input). No termination head (HEAD's ``episodic`` option).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from ajax.agents.tdmpc2.config import TDMPC2Config
+from ajax.agents.tdmpc2.ensemble import Ensemble
+from ajax.agents.tdmpc2.policy import SquashedGaussian, bounded_log_std
+from ajax.networks.blocks import NormedMLP, linear
+
+_INIT = "normal(0.02)"  # torch trunc_normal_(std=0.02) cuts at +-2, i.e. 100 sigma (init.py:4-9)
+COMPONENTS = ("encoder", "dynamics", "reward", "pi", "Qs")
+
+
+def simnorm(x: jax.Array, group: int = 8) -> jax.Array:
+    """Simplicial normalisation: a softmax over consecutive groups of ``group`` features.
+
+    Spec 000 B7; paper Eq. 5 with tau = 1; layers.py:74-91 (HEAD). The probabilities are the
+    latent: no sampling, no unimix (unlike DreamerV3's categorical latents).
+    """
+    if x.shape[-1] % group:
+        raise ValueError(f"last axis {x.shape[-1]} is not a multiple of the SimNorm group {group}")
+    groups = x.reshape(*x.shape[:-1], x.shape[-1] // group, group)
+    return jax.nn.softmax(groups, axis=-1).reshape(x.shape)
+
+
+class MLP(nn.Module):
+    """The reference's ``mlp(in, [units] * layers, out, act, dropout)`` (layers.py:121-150).
+
+    ``simnorm_dim`` None gives a plain Linear output; an int gives Linear -> LayerNorm(eps 1e-5)
+    -> SimNorm, the last NormedLinear of the encoder and the dynamics. ``out_scale`` 0 zeroes the
+    output kernel (reward and Q heads). Dropout follows the first Dense only.
+    """
+
+    layers: int
+    units: int
+    out: int
+    simnorm_dim: int | None = None
+    out_scale: float = 1.0
+    dropout: float = 0.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array, deterministic: bool | None = None) -> jax.Array:
+        h = NormedMLP.tdmpc2(self.layers, self.units, dropout=self.dropout, name="trunk")
+        h = h(x, deterministic=deterministic)
+        h = linear(self.out, _INIT, outscale=self.out_scale, name="out")(h)
+        if self.simnorm_dim is None:
+            return h
+        h = nn.LayerNorm(epsilon=1e-5, use_fast_variance=False, name="out_norm")(h)
+        return simnorm(h, self.simnorm_dim)
+
+
+class WorldModel(nn.Module):
+    """Encoder, latent dynamics, reward head, policy prior and Q ensemble of one TD-MPC2 agent.
+
+    Parameters live under ``encoder``, ``dynamics``, ``reward``, ``pi`` and ``Qs`` (the member
+    axis first). Initialise with ``WorldModel(cfg, A).init(key, obs, action)``; call a single
+    component with ``apply(variables, ..., method="encode" | "next" | "reward" | "pi" | "Q")``. A
+    method only needs its own subtree, so the target Qs are ``{"params": {"Qs": target}}``.
+    """
+
+    cfg: TDMPC2Config
+    action_dim: int
+
+    def setup(self):
+        cfg = self.cfg
+        if self.action_dim < 1:
+            raise ValueError(f"action_dim must be >= 1, got {self.action_dim}")
+        enc_layers = max(cfg.num_enc_layers - 1, 1)
+        self._encoder = MLP(
+            enc_layers, cfg.enc_dim, cfg.latent_dim, simnorm_dim=cfg.simnorm_dim, name="encoder"
+        )
+        self._dynamics = MLP(
+            2, cfg.mlp_dim, cfg.latent_dim, simnorm_dim=cfg.simnorm_dim, name="dynamics"
+        )
+        self._reward = MLP(2, cfg.mlp_dim, cfg.num_bins, out_scale=0.0, name="reward")
+        self._pi = MLP(2, cfg.mlp_dim, 2 * self.action_dim, name="pi")
+        member = MLP(2, cfg.mlp_dim, cfg.num_bins, out_scale=0.0, dropout=cfg.dropout, parent=None)
+        self._Qs = Ensemble(member=member, num=cfg.num_q, name="Qs")
+
+    def _check_action(self, z: jax.Array, a: jax.Array) -> None:
+        if a.shape[-1] != self.action_dim or a.shape[:-1] != z.shape[:-1]:
+            raise ValueError(
+                f"action shape {a.shape} must be z's batch shape {z.shape[:-1]} + "
+                f"({self.action_dim},)"
+            )
+
+    def encode(self, obs: jax.Array) -> jax.Array:
+        """Latent z [..., latent_dim] of state observations [..., S] (world_model.py:103-112)."""
+        return self._encoder(obs)
+
+    def next(self, z: jax.Array, a: jax.Array) -> jax.Array:
+        """Next latent d(z, a), deterministic (world_model.py:114-121)."""
+        self._check_action(z, a)
+        return self._dynamics(jnp.concatenate([z, a], axis=-1))
+
+    def reward(self, z: jax.Array, a: jax.Array) -> jax.Array:
+        """Reward logits [..., num_bins] (world_model.py:123-130); decode with cfg.two_hot()."""
+        self._check_action(z, a)
+        return self._reward(jnp.concatenate([z, a], axis=-1))
+
+    def pi(self, z: jax.Array) -> SquashedGaussian:
+        """Policy prior at z: pre-tanh mean and bounded log std (world_model.py:144-155).
+
+        Sample with :func:`ajax.agents.tdmpc2.policy.sample_squashed` and explicit noise.
+        """
+        mean, raw = jnp.split(self._pi(z), 2, axis=-1)
+        return SquashedGaussian(
+            mean, bounded_log_std(raw, self.cfg.log_std_min, self.cfg.log_std_max)
+        )
+
+    def Q(self, z: jax.Array, a: jax.Array, *, deterministic: bool) -> jax.Array:
+        """Logits of every member, [num_q, ..., num_bins] (``return_type='all'``).
+
+        ``deterministic=False`` applies each member's own dropout mask (needs a "dropout" RNG);
+        reduce to 'min' or 'avg' with :func:`ajax.agents.tdmpc2.ensemble.pair_q`. The choice is
+        the caller's per pass: see the ensemble module's note on the references.
+        """
+        self._check_action(z, a)
+        return self._Qs(jnp.concatenate([z, a], axis=-1), deterministic=deterministic)
+
+    def __call__(self, obs: jax.Array, a: jax.Array) -> dict[str, jax.Array]:
+        """Every component once (for ``init``): z, next z, reward and Q logits, policy mean."""
+        z = self.encode(obs)
+        return dict(
+            z=z,
+            next=self.next(z, a),
+            reward=self.reward(z, a),
+            pi=self.pi(z).mean,
+            Q=self.Q(z, a, deterministic=True),
+        )
+
+
+def param_counts(params: dict) -> dict[str, int]:
+    """Number of parameters per component of :class:`WorldModel` params, plus ``total``.
+
+    Like the reference's ``total_params`` (world_model.py:66-68), the target Qs are not counted.
+    Accepts the ``params`` collection or the full variables dict.
+    """
+    params = params.get("params", params)
+    missing = [c for c in COMPONENTS if c not in params]
+    if missing:
+        raise ValueError(f"not WorldModel params: missing {missing}; found {sorted(params)}")
+    counts = {c: sum(leaf.size for leaf in jax.tree.leaves(params[c])) for c in COMPONENTS}
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def latent_rollout(
+    next_fn: Callable[[jax.Array, jax.Array], jax.Array], z0: jax.Array, actions: jax.Array
+) -> jax.Array:
+    """Latents z_0..z_H [H + 1, ...] of z_{t+1} = next_fn(z_t, a_t) for given actions [H, ...].
+
+    Spec 000 B14, TD-MPC2's consistency rollout with buffer actions (HEAD tdmpc2.py:268-276),
+    as a time-major ``lax.scan``. Gradients flow through the carry.
+    """
+    if actions.ndim < 1 or actions.shape[0] < 1:
+        raise ValueError(f"actions must be time-major [H, ...] with H >= 1, got {actions.shape}")
+
+    def step(z, a):
+        z_next = next_fn(z, a)
+        return z_next, z_next
+
+    _, zs = jax.lax.scan(step, z0, actions)
+    return jnp.concatenate([z0[None], zs], axis=0)

@@ -1,0 +1,242 @@
+"""The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``envs``, ``agents``.
+
+``ajax train AGENT --env ID [--steps N] [--seed S] [--n-seeds K] [--out DIR] [--overwrite]
+[--<config-field> VALUE ...]``; every field of the agent's config dataclass is a flag (``tyro``
+parses and types them). Bad input gets one ``ajax: error: ...`` line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import sys
+import time
+from pathlib import Path
+
+import tyro
+
+
+def _agents() -> dict[str, type]:
+    from ajax.agents.ppo import PPO
+    from ajax.agents.sac import SAC
+    from ajax.agents.td3 import TD3
+
+    agents = {"sac": SAC, "td3": TD3, "ppo": PPO}
+    try:
+        from ajax.agents.tdmpc2 import TDMPC2
+
+        agents["tdmpc2"] = TDMPC2
+    except ImportError:
+        pass
+    return agents
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit status 2."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainArgs:
+    """Options of ``ajax train`` other than the agent's config fields."""
+
+    env: str = "Pendulum-v1"
+    steps: int = 20_000
+    seed: int = 0
+    n_seeds: int = 1
+    out: str | None = None
+    overwrite: bool = False
+    checkpoint_every: int = 5
+    progress: bool = True
+    wandb_project: str | None = None
+
+
+def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
+    """Split ``tokens`` into (own args, config args); unknown flags raise UsageError."""
+    groups: dict[str, list[str]] = {"own": [], "config": []}
+    target = None
+    for tok in tokens:
+        if tok.startswith("--"):
+            name = tok[2:].split("=", 1)[0].replace("-", "_")
+            base = name[3:] if name.startswith("no_") else name
+            if base in own:
+                target = "own"
+            elif base in config_fields:
+                target = "config"
+            else:
+                valid = ", ".join("--" + f.replace("_", "-") for f in sorted(config_fields))
+                raise UsageError(
+                    f"unknown option {tok.split('=')[0]}; valid config fields: {valid}"
+                )
+        elif target is None:
+            raise UsageError(f"unexpected argument {tok!r}")
+        groups[target].append(tok)
+    return groups["own"], groups["config"]
+
+
+def _parse(cls, args: list[str], default=None):
+    """tyro-parse ``args`` into ``cls``; its error box becomes one UsageError line."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
+            return tyro.cli(cls, args=args, default=default, console_outputs=False)
+    except SystemExit as err:
+        lines = [ln.strip(" │╭╮╰╯─-") for ln in captured.getvalue().splitlines()]
+        detail = next((ln for ln in lines if ln.startswith("Error parsing")), "")
+        detail = detail.split(": ", 1)[-1] or "see --help"
+        raise UsageError(f"invalid value in '{' '.join(args)}': {detail}") from err
+
+
+def _make_algo(agent: str, env: str, config):
+    agents = _agents()
+    if agent not in agents:
+        raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
+    try:
+        return agents[agent](env=env, config=config)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from err
+
+
+def cmd_train(argv: list[str]) -> int:
+    from ajax.training.run import RunSpec, execute, prepare_run_dir
+
+    if not argv or argv[0].startswith("-"):
+        raise UsageError(f"usage: ajax train AGENT --env ID ...; agents: {', '.join(_agents())}")
+    agent, rest = argv[0], argv[1:]
+    agents = _agents()
+    if agent not in agents:
+        raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
+    config_cls = agents[agent].config_cls
+    own = {f.name for f in dataclasses.fields(TrainArgs)}
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    own_args, config_args = _split_flags(rest, own, fields)
+    args = _parse(TrainArgs, own_args, TrainArgs())
+    if args.steps <= 0:
+        raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
+    try:
+        config = _parse(config_cls, config_args, config_cls()) if config_args else config_cls()
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    algo = _make_algo(agent, args.env, config)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
+    spec = RunSpec(
+        agent=agent,
+        env=args.env,
+        steps=args.steps,
+        seed=args.seed,
+        n_seeds=args.n_seeds,
+        checkpoint_every=args.checkpoint_every,
+        config=dataclasses.asdict(config),
+    )
+    try:
+        prepare_run_dir(out, spec, args.overwrite)
+    except FileExistsError as err:
+        raise UsageError(str(err)) from err
+    summary, _ = execute(algo, spec, out, progress=args.progress, wandb_project=args.wandb_project)
+    _report(summary, out)
+    return 0
+
+
+def _config_from(agent: str, values: dict):
+    cls = _agents()[agent].config_cls
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields}
+    return cls(**kwargs)
+
+
+def cmd_resume(argv: list[str]) -> int:
+    from ajax.training.run import execute, load_spec
+
+    if len(argv) != 1:
+        raise UsageError("usage: ajax resume DIR")
+    out = Path(argv[0])
+    try:
+        spec = load_spec(out)
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from err
+    algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config))
+    summary, _ = execute(algo, spec, out, resume=True)
+    _report(summary, out)
+    return 0
+
+
+def cmd_eval(argv: list[str]) -> int:
+    from ajax.training.evaluation import evaluate_run
+
+    if not argv:
+        raise UsageError("usage: ajax eval DIR [--episodes N]")
+    out, episodes = Path(argv[0]), 10
+    if len(argv) == 3 and argv[1] == "--episodes":
+        episodes = int(argv[2])
+    elif len(argv) != 1:
+        raise UsageError("usage: ajax eval DIR [--episodes N]")
+    if episodes <= 0:
+        raise UsageError(f"--episodes must be positive, got {episodes}")
+    try:
+        returns = evaluate_run(out, episodes, _make_algo, _config_from)
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from err
+    per_seed = ", ".join(f"{r:.2f}" for r in returns)
+    print(
+        f"eval return over {episodes} episodes: mean {sum(returns) / len(returns):.2f} "
+        f"(per seed: {per_seed})"
+    )
+    return 0
+
+
+def cmd_envs(argv: list[str]) -> int:
+    from ajax.environments import list_envs
+
+    for family, info in list_envs().items():
+        status = "available" if info["available"] else f"unavailable ({info.get('reason', '')})"
+        print(f"{family} [{status}]")
+        print("  " + ", ".join(info["ids"]))
+    return 0
+
+
+def cmd_agents(argv: list[str]) -> int:
+    for name, cls in sorted(_agents().items()):
+        kinds = [k for k, ok in (("continuous", cls.continuous), ("discrete", cls.discrete)) if ok]
+        print(f"{name:8s} {cls.__doc__.strip().splitlines()[0]} [{', '.join(kinds)}]")
+    return 0
+
+
+def _report(summary: dict, out: Path) -> None:
+    print(
+        f"final eval return {summary['final_eval_return']:.2f} over {len(summary['seeds'])} "
+        f"seed(s) after {summary['steps']} steps in {summary['wall_time_s']:.0f} s; "
+        f"curve: {out / 'curve.png'}"
+    )
+
+
+COMMANDS = {
+    "train": cmd_train,
+    "resume": cmd_resume,
+    "eval": cmd_eval,
+    "envs": cmd_envs,
+    "agents": cmd_agents,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    cmd = argv[0]
+    if cmd not in COMMANDS:
+        print(
+            f"ajax: error: unknown command {cmd!r}; commands: {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        return COMMANDS[cmd](argv[1:])
+    except UsageError as err:
+        print(f"ajax: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

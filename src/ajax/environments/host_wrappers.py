@@ -1,0 +1,90 @@
+"""Host-side counterparts of the JAX wrappers: action rescaling and observation normalisation.
+
+They apply the same rules as :class:`~ajax.environments.wrappers.RescaleAction` and
+:class:`~ajax.environments.normalize.NormalizeObservation` (the same functions, on numpy
+arrays); the moments live in the wrapper, since a host env has no state to carry them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ajax.environments.normalize import (
+    ObsMoments,
+    initial_moments,
+    normalize_obs,
+    update_moments,
+)
+from ajax.environments.types import Box, HostEnv, TimeStep
+from ajax.environments.utils import agent_action_to_env
+
+
+class HostWrapper(HostEnv):
+    """Base of the host wrappers: keeps the inner env in ``env`` and forwards the spec."""
+
+    def __init__(self, env: HostEnv):
+        if not isinstance(env, HostEnv):
+            raise TypeError(f"{type(self).__name__} wraps a HostEnv, got {type(env).__name__}")
+        self.env = env
+        self.spec = env.spec
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        return self.env.reset(seed)
+
+    def step(self, action: np.ndarray) -> TimeStep:
+        return self.env.step(action)
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> HostEnv:
+        return self.env.unwrapped
+
+
+class HostRescaleAction(HostWrapper):
+    """Actions in agent units [-1, 1], clipped, then mapped onto the env box (``c + h a``)."""
+
+    def __init__(self, env: HostEnv):
+        super().__init__(env)
+        space = env.spec.action_space
+        if not isinstance(space, Box) or not space.is_bounded:
+            raise ValueError(
+                f"rescaling needs a bounded Box action space, {env.spec.env_id} has {space}"
+            )
+        self.low = np.asarray(space.low, np.float32)
+        self.high = np.asarray(space.high, np.float32)
+        n = len(space.low)
+        self.spec = env.spec.replace(action_space=Box((-1.0,) * n, (1.0,) * n))
+
+    def step(self, action: np.ndarray) -> TimeStep:
+        action = np.clip(np.asarray(action, np.float32), -1.0, 1.0)
+        return self.env.step(agent_action_to_env(action, self.low, self.high))
+
+
+class HostNormalizeObservation(HostWrapper):
+    """Running-moment observation normalisation over all ``n_envs`` (SB3 ``VecNormalize``).
+
+    ``frozen = True`` stops the updates (evaluation); ``moments`` can be read and assigned.
+    """
+
+    def __init__(self, env: HostEnv, clip: float = 10.0, eps: float = 1e-8):
+        super().__init__(env)
+        if clip <= 0 or eps <= 0:
+            raise ValueError(f"clip and eps must be > 0, got clip={clip}, eps={eps}")
+        self.clip, self.eps = float(clip), float(eps)
+        self.moments: ObsMoments = initial_moments(env.spec.obs_dim, np)
+        self.frozen = False
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        return self._normalize(self.env.reset(seed))
+
+    def step(self, action: np.ndarray) -> TimeStep:
+        return self._normalize(self.env.step(action))
+
+    def _normalize(self, ts: TimeStep) -> TimeStep:
+        if not self.frozen:
+            self.moments = update_moments(self.moments, ts.obs)
+        prefix = self.spec.raw_obs_prefix
+        norm = lambda x: normalize_obs(self.moments, x, prefix, self.clip, self.eps)
+        return ts.replace(obs=norm(ts.obs), final_obs=norm(ts.final_obs))

@@ -1,0 +1,224 @@
+"""Env ids, families and :func:`make_env`: one entry point for every simulator.
+
+Ids: a bare gymnax id (``Pendulum-v1``), a bare playground DM Control Suite id
+(``CartpoleSwingup``, also ``playground:CartpoleSwingup``), ``brax:<name>``,
+``gymnasium:<id>``, ``dmc:<domain>-<task>`` (``gymnax:<id>`` also works).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ajax.environments.host import make_dmc, make_gymnasium
+from ajax.environments.host_wrappers import HostNormalizeObservation, HostRescaleAction
+from ajax.environments.normalize import NormalizeObservation
+from ajax.environments.pid_terms import PIDTermsWrapper
+from ajax.environments.types import HostEnv, JaxEnv
+from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction, VmapEnv
+
+FAMILIES = ("gymnax", "playground", "brax", "gymnasium", "dmc")
+HOST_FAMILIES = ("gymnasium", "dmc")
+_MODULES = {
+    "gymnax": "gymnax",
+    "playground": "mujoco_playground",
+    "brax": "brax.envs",
+    "gymnasium": "gymnasium",
+    "dmc": "dm_control.suite",
+}
+_FORMATS = {
+    "gymnax": "gymnax (bare id, e.g. 'Pendulum-v1')",
+    "playground": "playground (bare DM Control Suite id or 'playground:<Name>', e.g. 'CartpoleSwingup')",
+    "brax": "brax:<name> (e.g. 'brax:inverted_pendulum')",
+    "gymnasium": "gymnasium:<id> (host, e.g. 'gymnasium:Pendulum-v1')",
+    "dmc": "dmc:<domain>-<task> (host, e.g. 'dmc:cartpole-swingup')",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """Options of :func:`make_env` (its keyword arguments).
+
+    Attributes:
+      n_envs: vectorise over this many envs (a leading axis on every TimeStep field);
+        ``None``: one unbatched JAX env, or one host env.
+      action_repeat: repeat each action this many times, rewards summed, stopping at the
+        episode's end; the time limit is then counted in agent steps.
+      rescale_actions: the agent acts in [-1, 1], mapped onto the env box (Box envs only).
+        Leave False when the agent maps actions itself with ``agent_action_to_env``.
+      normalize_obs: running-moment observation normalisation shared by all envs.
+      episode_stats: add ``episode_return``/``episode_length``/``episode_done`` to ``info``
+        (host envs always do).
+      max_episode_steps: time limit in simulator steps (truncation); default: the family's.
+      pid_error_fn: prepend the PID error terms of this function of the raw observation
+        (:class:`~ajax.environments.pid_terms.PIDTermsWrapper`; JAX envs only).
+      pid_dt: the PID terms' step duration; default: the spec's ``dt``.
+      backend: brax only: the physics pipeline (default ``generalized``).
+      config_overrides: playground only: merged over ``{"impl": "jax"}``.
+    """
+
+    n_envs: int | None = None
+    action_repeat: int = 1
+    rescale_actions: bool = False
+    normalize_obs: bool = False
+    episode_stats: bool = True
+    max_episode_steps: int | None = None
+    pid_error_fn: Callable[[jax.Array], jax.Array] | None = None
+    pid_dt: float | None = None
+    backend: str | None = None
+    config_overrides: dict[str, Any] | None = None
+
+    def check(self, family: str) -> None:
+        """Reject options the family cannot take."""
+        if self.backend is not None and family != "brax":
+            raise ValueError(f"backend= is a brax option; {family} envs take none")
+        if self.config_overrides is not None and family != "playground":
+            raise ValueError(f"config_overrides= is a playground option, not for {family}")
+        if self.pid_error_fn is not None and family in HOST_FAMILIES:
+            raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
+        if self.pid_dt is not None and self.pid_error_fn is None:
+            raise ValueError("pid_dt= needs pid_error_fn=")
+        if self.n_envs is not None and (not isinstance(self.n_envs, int) or self.n_envs < 1):
+            raise ValueError(f"n_envs must be an int >= 1 or None, got {self.n_envs!r}")
+        if self.max_episode_steps is not None and self.max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
+
+
+@functools.cache
+def family_import_error(family: str) -> str | None:
+    """None if the family's simulator imports here, else the import error (cached)."""
+    try:
+        importlib.import_module(_MODULES[family])
+    except Exception as error:  # any failure makes the family unavailable, with the reason
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def family_ids(family: str) -> tuple[str, ...]:
+    """Every id of an available family, as :func:`make_env` accepts it (no env is built)."""
+    if family == "gymnax":
+        from ajax.environments.gymnax_env import gymnax_ids
+
+        return gymnax_ids()
+    if family == "playground":
+        from ajax.environments.playground_env import playground_suites
+
+        return sum(playground_suites().values(), ())
+    if family == "brax":
+        from ajax.environments.brax_env import brax_ids
+
+        return tuple(f"brax:{name}" for name in brax_ids())
+    if family == "gymnasium":
+        import gymnasium
+
+        return tuple(f"gymnasium:{name}" for name in gymnasium.registry)
+    if family == "dmc":
+        from dm_control import suite
+
+        return tuple(f"dmc:{domain}-{task}" for domain, task in suite.ALL_TASKS)
+    raise ValueError(f"unknown family {family!r}; families: {FAMILIES}")
+
+
+def _known_ids(families=FAMILIES) -> tuple[str, ...]:
+    return sum((family_ids(f) for f in families if family_import_error(f) is None), ())
+
+
+def unknown_env_error(env_id: str, families=FAMILIES) -> ValueError:
+    """The error for an id no family knows: closest known ids and the id formats."""
+    known = _known_ids(families)
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(env_id.lower(), list(by_lower), n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(by_lower[c]) for c in close)}?" if close else ";"
+    formats = ", ".join(
+        _FORMATS[f] + ("" if family_import_error(f) is None else " [not installed]")
+        for f in FAMILIES
+    )
+    return ValueError(f"unknown env id {env_id!r}{hint} families: {formats}")
+
+
+def resolve_env_id(env_id: str) -> tuple[str, str]:
+    """``(family, name)`` of an id, or ValueError naming the closest known ids."""
+    if not isinstance(env_id, str) or not env_id:
+        raise ValueError(f"env id must be a non-empty string, got {env_id!r}")
+    prefix, sep, name = env_id.partition(":")
+    if sep:
+        if prefix not in FAMILIES:
+            raise unknown_env_error(env_id)
+        error = family_import_error(prefix)
+        if error is not None:
+            raise ValueError(f"{env_id!r}: the {prefix} family is not available here ({error})")
+        if env_id not in family_ids(prefix) and name not in family_ids(prefix):
+            raise unknown_env_error(env_id, (prefix,))
+        return prefix, name
+    for family in ("gymnax", "playground"):
+        if family_import_error(family) is None and env_id in family_ids(family):
+            return family, env_id
+    raise unknown_env_error(env_id)
+
+
+def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
+    """Build the env ``env_id`` with the :class:`EnvConfig` ``options``.
+
+    Returns a :class:`~ajax.environments.types.JaxEnv` (gymnax, playground, brax) or a
+    :class:`~ajax.environments.types.HostEnv` (gymnasium, dmc); tell them apart with
+    :func:`~ajax.environments.types.is_jax_env`. Unknown ids, unknown options and options
+    the family cannot take raise ValueError.
+    """
+    fields = {f.name for f in dataclasses.fields(EnvConfig)}
+    unknown = sorted(set(options) - fields)
+    if unknown:
+        raise ValueError(f"unknown make_env options {unknown}; valid options: {sorted(fields)}")
+    config = EnvConfig(**options)
+    family, name = resolve_env_id(env_id)
+    config.check(family)
+    if family in HOST_FAMILIES:
+        return _make_host(family, name, config)
+    env = _make_base(family, name, config)
+    if config.action_repeat != 1:
+        env = ActionRepeat(env, config.action_repeat)
+    if config.pid_error_fn is not None:
+        env = PIDTermsWrapper(env, config.pid_error_fn, config.pid_dt)
+    if config.episode_stats:
+        env = EpisodeStatistics(env)
+    if config.rescale_actions:
+        env = RescaleAction(env)
+    if config.n_envs is not None:
+        env = VmapEnv(env, config.n_envs)
+    if config.normalize_obs:
+        env = NormalizeObservation(env)
+    return env
+
+
+def _make_base(family: str, name: str, config: EnvConfig) -> JaxEnv:
+    limit = config.max_episode_steps
+    if family == "gymnax":
+        from ajax.environments.gymnax_env import make_gymnax
+
+        return make_gymnax(name, limit)
+    if family == "playground":
+        from ajax.environments.playground_env import make_playground
+
+        return make_playground(name, limit, config.config_overrides)
+    from ajax.environments.brax_env import make_brax
+
+    return make_brax(name, limit, config.backend)
+
+
+def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
+    n, repeat, limit = config.n_envs or 1, config.action_repeat, config.max_episode_steps
+    if family == "gymnasium":
+        env: HostEnv = make_gymnasium(name, n, repeat, limit)
+    else:
+        domain, _, task = name.partition("-")
+        env = make_dmc(domain, task, n, repeat, limit)
+    if config.rescale_actions:
+        env = HostRescaleAction(env)
+    if config.normalize_obs:
+        env = HostNormalizeObservation(env)
+    return env

@@ -1,0 +1,51 @@
+"""Small pure helpers shared by the environment adapters, wrappers and agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+def agent_action_to_env(action, low, high):
+    """Map an action in agent units [-1, 1] onto the env box: ``c + h * a``.
+
+    ``c = (high + low) / 2`` is the box's centre and ``h = (high - low) / 2`` its half-range
+    (spec 002, ``ajax.modules.pid_actor``). Affine only: the agent squashes or clips to
+    [-1, 1] first. Works on numpy and jax arrays alike (operators only).
+    """
+    centre = (high + low) / 2
+    half_range = (high - low) / 2
+    return centre + half_range * action
+
+
+def env_action_to_agent(action, low, high):
+    """Inverse of :func:`agent_action_to_env`: env units back to agent units [-1, 1]."""
+    centre = (high + low) / 2
+    half_range = (high - low) / 2
+    return (action - centre) / half_range
+
+
+def tree_select(pred, on_true: Any, on_false: Any) -> Any:
+    """Leafwise ``pred ? on_true : on_false`` over two pytrees of one structure.
+
+    ``pred`` is a bool scalar (per env; vmap batches it): the whole-state selection of
+    auto-reset and action repeat. ``lax.select`` rather than ``jnp.where`` because it also
+    accepts typed PRNG key leaves, which playground states carry.
+    """
+    pred = jnp.asarray(pred, bool)
+    if pred.ndim:
+        raise ValueError(f"tree_select needs a scalar predicate (vmap over envs), got {pred.shape}")
+    return jax.tree.map(lambda a, b: _select(pred, a, b), on_true, on_false)
+
+
+def _select(pred, a, b):
+    # A reset state may hold Python scalars (gymnax's time=0) where a stepped one holds arrays.
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    return jax.lax.select(pred, a.astype(b.dtype) if a.dtype != b.dtype else a, b)
+
+
+def flat_f32(obs) -> jax.Array:
+    """A single env's observation as a flat float32 vector."""
+    return jnp.asarray(obs, jnp.float32).reshape(-1)

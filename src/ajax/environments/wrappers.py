@@ -1,0 +1,166 @@
+"""Composable JAX env wrappers: action rescaling, action repeat, episode statistics, vmap.
+
+Each wrapper is a :class:`~ajax.environments.types.Wrapper` (pure ``reset``/``step``) and
+keeps any state of its own in a typed dataclass around the inner env's state. The order
+:func:`~ajax.environments.make_env` uses, innermost first::
+
+    base -> ActionRepeat -> EpisodeStatistics -> RescaleAction -> VmapEnv -> NormalizeObservation
+
+Action repeat and episode statistics act per env, so they sit inside the vmap; observation
+normalisation sits outside it so that all envs share one set of statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from ajax.environments.types import Box, JaxEnv, TimeStep, Wrapper
+from ajax.environments.utils import agent_action_to_env, tree_select
+
+
+class RescaleAction(Wrapper):
+    """Actions in agent units [-1, 1], clipped, then mapped onto the env box.
+
+    The env sees ``c + h * clip(a, -1, 1)`` (:func:`~ajax.environments.utils.agent_action_to_env`);
+    the spec's action space becomes the unit box.
+    """
+
+    def __init__(self, env: JaxEnv):
+        super().__init__(env)
+        space = env.spec.action_space
+        if not isinstance(space, Box):
+            raise ValueError(
+                f"RescaleAction needs a Box action space, {env.spec.env_id} has {space}"
+            )
+        if not space.is_bounded:
+            raise ValueError(
+                f"RescaleAction needs finite bounds, {env.spec.env_id} has {space}; "
+                "drop rescale_actions for this env"
+            )
+        self.low = np.asarray(space.low, np.float32)
+        self.high = np.asarray(space.high, np.float32)
+        n = len(space.low)
+        self.spec = env.spec.replace(action_space=Box((-1.0,) * n, (1.0,) * n))
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        return self.env.reset(key)
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array) -> TimeStep:
+        action = jnp.clip(jnp.asarray(action, jnp.float32), -1.0, 1.0)
+        return self.env.step(key, state, agent_action_to_env(action, self.low, self.high))
+
+
+class ActionRepeat(Wrapper):
+    """Repeat each action ``repeat`` times, summing rewards and stopping at the episode's end.
+
+    After a step that ends the episode the remaining repeats are discarded, so the returned
+    TimeStep is the one of the ending step (its ``final_obs``, its flags, the reset ``obs``)
+    with the rewards summed up to it. The time limit and ``dt`` of the spec are rescaled to
+    agent steps (limit rounded up).
+    """
+
+    def __init__(self, env: JaxEnv, repeat: int):
+        super().__init__(env)
+        if not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"action repeat must be an int >= 1, got {repeat!r}")
+        self.repeat = repeat
+        limit, dt = env.spec.max_episode_steps, env.spec.dt
+        self.spec = env.spec.replace(
+            max_episode_steps=None if limit is None else math.ceil(limit / repeat),
+            dt=None if dt is None else dt * repeat,
+        )
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        return self.env.reset(key)
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array) -> TimeStep:
+        keys = jax.random.split(key, self.repeat)
+        first = self.env.step(keys[0], state, action)
+
+        def repeat_once(ts: TimeStep, k: jax.Array) -> tuple[TimeStep, None]:
+            nxt = self.env.step(k, ts.state, action)
+            # Once the episode has ended, the carry stays that step's TimeStep.
+            return tree_select(ts.done, ts, nxt.replace(reward=ts.reward + nxt.reward)), None
+
+        ts, _ = jax.lax.scan(repeat_once, first, keys[1:])
+        return ts
+
+
+@struct.dataclass
+class EpisodeStatsState:
+    """Running and last-finished episode return and length, around the inner state."""
+
+    env_state: Any
+    episode_return: jax.Array
+    episode_length: jax.Array
+    last_return: jax.Array
+    last_length: jax.Array
+
+
+class EpisodeStatistics(Wrapper):
+    """Adds the return and length of the last finished episode to ``info``.
+
+    ``info["episode_return"]`` and ``info["episode_length"]`` (agent steps) hold the last
+    finished episode's values (0 before the first one ends); ``info["episode_done"]`` is True
+    on the step that finished it, so a logger averages the returns where it is set.
+    """
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        ts = self.env.reset(key)
+        zero_f, zero_i = jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32)
+        state = EpisodeStatsState(ts.state, zero_f, zero_i, zero_f, zero_i)
+        return self._emit(ts, state, jnp.zeros((), bool))
+
+    def step(self, key: jax.Array, state: EpisodeStatsState, action: jax.Array) -> TimeStep:
+        ts = self.env.step(key, state.env_state, action)
+        ret = state.episode_return + ts.reward
+        length = state.episode_length + 1
+        done = ts.done
+        new = EpisodeStatsState(
+            env_state=ts.state,
+            episode_return=jnp.where(done, 0.0, ret),
+            episode_length=jnp.where(done, 0, length),
+            last_return=jnp.where(done, ret, state.last_return),
+            last_length=jnp.where(done, length, state.last_length),
+        )
+        return self._emit(ts, new, done)
+
+    @staticmethod
+    def _emit(ts: TimeStep, state: EpisodeStatsState, done: jax.Array) -> TimeStep:
+        info = {
+            **ts.info,
+            "episode_return": state.last_return,
+            "episode_length": state.last_length,
+            "episode_done": done,
+        }
+        return ts.replace(state=state, info=info)
+
+
+class VmapEnv(Wrapper):
+    """``n_envs`` independent copies of an unbatched env; every TimeStep field gains axis 0.
+
+    ``reset(key)`` and ``step(key, state, action)`` take one key, split into one per env;
+    ``action`` has a leading ``n_envs`` axis.
+    """
+
+    def __init__(self, env: JaxEnv, n_envs: int):
+        super().__init__(env)
+        if env.spec.n_envs is not None:
+            raise ValueError(f"{env.spec.env_id} is already vectorised over {env.spec.n_envs} envs")
+        if not isinstance(n_envs, int) or n_envs < 1:
+            raise ValueError(f"n_envs must be an int >= 1, got {n_envs!r}")
+        self.n_envs = n_envs
+        self.spec = env.spec.replace(n_envs=n_envs)
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        return jax.vmap(self.env.reset)(jax.random.split(key, self.n_envs))
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array) -> TimeStep:
+        keys = jax.random.split(key, self.n_envs)
+        return jax.vmap(self.env.step)(keys, state, action)

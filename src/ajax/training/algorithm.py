@@ -1,0 +1,157 @@
+"""The Python API every agent shares: ``Agent(env=..., config=...).train(seed, total_steps)``.
+
+An algorithm binds a config to an environment and exposes the run as pure functions
+(:meth:`Algorithm.make_chunks`); :meth:`Algorithm.make_train` closes them into
+``train(key) -> (state, records)``, one ``jax.jit``-able function that vmaps over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ajax.environments import is_jax_env, make_env
+
+
+class Chunks(NamedTuple):
+    """A run as ``n_chunks`` calls of ``run_chunk`` after ``init``; each chunk is
+    ``steps_per_chunk`` env steps ending with an evaluation."""
+
+    init: Callable[[jax.Array], Any]
+    run_chunk: Callable[[Any], tuple[Any, dict]]
+    steps_per_chunk: int
+    n_chunks: int
+
+
+class TrainResult(NamedTuple):
+    """Final state (leading seed axis when ``n_seeds > 1``) and per-chunk metrics
+    (arrays ``[n_chunks]`` or ``[n_seeds, n_chunks]``)."""
+
+    state: Any
+    metrics: dict
+
+
+def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | None = None):
+    """``states -> (states, records)``: ``num_chunks`` chunks of every seed (leading axis) in one
+    scan; each chunk's records reach ``on_record`` on the host as the jitted run goes."""
+
+    def body(states, _):
+        states, record = jax.vmap(run_chunk)(states)
+        if on_record is not None:
+            jax.debug.callback(on_record, record, ordered=True)
+        return states, record
+
+    def segment(states):
+        return jax.lax.scan(body, states, None, length=num_chunks)
+
+    return segment
+
+
+class Algorithm:
+    """Base of the agents' public classes; subclasses set the class variables and
+    :meth:`make_chunks`."""
+
+    name: ClassVar[str]
+    config_cls: ClassVar[type]
+    continuous: ClassVar[bool] = True
+    discrete: ClassVar[bool] = False
+
+    def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
+        self.config = self.config_cls() if config is None else config
+        if not isinstance(self.config, self.config_cls):
+            raise TypeError(
+                f"{self.name} needs a {self.config_cls.__name__}, got {type(self.config).__name__}"
+            )
+        self.env_options = env_options
+        if isinstance(env, str):
+            self.env_id = env
+            self.env = make_env(env, **env_options)
+            self.eval_env = make_env(env, **env_options)
+        else:  # a prebuilt env object (e.g. a probe env); evaluation uses the same pure functions
+            if env_options:
+                raise ValueError("env options only apply to an env id, not to an env object")
+            self.env_id = env.spec.env_id
+            self.env = self.eval_env = env
+        self.is_jax = is_jax_env(self.env)
+        check_action_space(self, not self.env.spec.discrete, env)
+
+    def make_chunks(self, total_steps: int) -> Chunks:
+        raise NotImplementedError
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        """A :class:`~ajax.training.host_loop.HostRun` for a host (non-JAX) env."""
+        raise NotImplementedError
+
+    def agent_act(self) -> Callable:
+        """``act(agent_state, obs, key, deterministic) -> action``."""
+        raise NotImplementedError
+
+    def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
+        """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like."""
+        chunks = self.make_chunks(total_steps)
+        segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
+
+        def train(key):
+            states, records = segment(jax.tree.map(lambda x: x[None], chunks.init(key)))
+            return jax.tree.map(lambda x: x[0], states), jax.tree.map(lambda x: x[:, 0], records)
+
+        return train
+
+    def train(
+        self, seed: int = 0, total_steps: int = 20_000, n_seeds: int = 1, on_record=None
+    ) -> TrainResult:
+        """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each."""
+        check_steps(total_steps)
+        if not self.is_jax:
+            return self._train_host(seed, total_steps, n_seeds, on_record)
+        chunks = self.make_chunks(total_steps)
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
+        segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
+        states, records = jax.jit(lambda k: segment(jax.vmap(chunks.init)(k)))(keys)
+        records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]
+        if n_seeds == 1:
+            states = jax.tree.map(lambda x: x[0], states)
+            records = jax.tree.map(lambda x: x[0], records)
+        return TrainResult(states, records)
+
+    def _train_host(self, seed, total_steps, n_seeds, on_record) -> TrainResult:
+        run = self.host_run(total_steps, list(range(seed, seed + n_seeds)))
+        n_chunks = n_chunks_for(total_steps, run.steps_per_chunk)
+        records = []
+        for _ in range(n_chunks):
+            records.append(run.run_chunk())
+            if on_record is not None:
+                on_record(records[-1])
+        stacked = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *records)  # [seeds, chunks]
+        state = run.state
+        if n_seeds == 1:
+            state = jax.tree.map(lambda x: x[0], state)
+            stacked = jax.tree.map(lambda x: x[0], stacked)
+        return TrainResult(state, stacked)
+
+
+def n_chunks_for(total_steps: int, steps_per_chunk: int) -> int:
+    return max(1, math.ceil(total_steps / steps_per_chunk))
+
+
+def check_steps(total_steps: int) -> None:
+    if not isinstance(total_steps, int) or total_steps <= 0:
+        raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+
+
+def check_action_space(algo: Algorithm, continuous: bool, env_id: str) -> None:
+    """Refuse a discrete env for a continuous-only agent and the reverse."""
+    if continuous and not algo.continuous:
+        raise ValueError(
+            f"{algo.name} needs a discrete action space but {env_id!r} is continuous; "
+            "pick a discrete env (e.g. CartPole-v1) or a continuous agent (sac, td3)"
+        )
+    if not continuous and not algo.discrete:
+        raise ValueError(
+            f"{algo.name} needs a continuous action space but {env_id!r} is discrete; "
+            "pick a continuous env (e.g. Pendulum-v1) or an agent that acts discretely (ppo)"
+        )

@@ -1,0 +1,36 @@
+"""``ajax eval``: deterministic evaluation of a run's newest checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.training.checkpoint import latest_step, restore_checkpoint
+from ajax.training.rollout import evaluate
+
+
+def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float]:
+    """Mean return of ``episodes`` deterministic episodes per seed of the run in ``out``."""
+    from ajax.training.run import load_spec
+
+    spec = load_spec(out)
+    ckpt = out / "checkpoints"
+    if latest_step(ckpt) is None:
+        raise FileNotFoundError(f"{out} has no checkpoint to evaluate yet")
+    algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config))
+    chunks = algo.make_chunks(spec.steps)
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
+    template = jax.jit(jax.vmap(chunks.init))(keys)
+    state = restore_checkpoint(ckpt, template)
+    act = algo.agent_act()
+
+    @jax.jit
+    @jax.vmap
+    def run(agent_state, key):
+        return evaluate(algo.eval_env, lambda o, k: act(agent_state, o, k, True), key, episodes)
+
+    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
+    return np.asarray(run(state.agent, eval_keys)).tolist()

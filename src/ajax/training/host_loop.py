@@ -1,0 +1,187 @@
+"""Training on host (non-JAX) environments: gymnasium and dm_control.
+
+The simulator steps on the host in Python; everything else is the same jitted code as the JAX
+loops (the agent's ``act``/``sample``/``update`` and the off-policy loop's ``explore`` and
+``store_and_learn``), vmapped over seeds. Seeds share one vectorised host env of
+``n_seeds * n_envs`` simulators. A chunk ends with a deterministic evaluation on separate env
+copies, exactly as in the JAX loops. Checkpoints hold the learner (agent, replay, keys); on
+resume the simulators restart their episodes, since their state lives outside JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.environments import make_env
+from ajax.training.off_policy import OffPolicyLoop, Transition
+from ajax.training.on_policy import Rollout
+from ajax.training.rollout import EpisodeTracker, to_env_action
+
+
+class HostLearnerState(flax.struct.PyTreeNode):
+    """What a host run checkpoints: the learner of every seed (leading seed axis)."""
+
+    agent: Any
+    buffer: Any
+    episodes: EpisodeTracker
+    key: jax.Array
+    step: jax.Array
+
+
+def host_evaluate(env, act, agent_states, keys, n_seeds: int) -> np.ndarray:
+    """Mean return of one episode on each of ``env``'s simulators, per seed (deterministic)."""
+    returns = []
+    for s in range(n_seeds):
+        agent_s = jax.tree.map(lambda x: x[s], agent_states)
+        ts = env.reset(seed=10_000 + s)
+        obs, ret = ts.obs, np.zeros(env.spec.n_envs)
+        alive = np.ones(env.spec.n_envs, bool)
+        key = keys[s]
+        for _ in range(env.spec.max_episode_steps):
+            key, k = jax.random.split(key)
+            action = np.asarray(to_env_action(env, act(agent_s, jnp.asarray(obs), k, True)))
+            ts = env.step(action)
+            ret += np.where(alive, ts.reward, 0.0)
+            alive &= ~(ts.terminated | ts.truncated)
+            obs = ts.obs
+            if not alive.any():
+                break
+        returns.append(ret.mean())
+    return np.asarray(returns, np.float32)
+
+
+class HostRun:
+    """A run of ``n_seeds`` seeds on a host env; ``run_chunk()`` returns a record per seed."""
+
+    def __init__(self, algo, seeds: list[int], steps_per_chunk: int):
+        self.algo, self.n_seeds = algo, len(seeds)
+        config = algo.config
+        self.n = config.n_envs
+        opts = algo.env_options
+        self.env = make_env(algo.env_id, n_envs=self.n_seeds * self.n, **opts)
+        self.eval_env = make_env(algo.env_id, n_envs=config.eval_episodes, **opts)
+        self.steps_per_chunk = steps_per_chunk
+        self.keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
+        self.obs = self._split(self.env.reset(seed=seeds[0]).obs)
+        self._act = jax.jit(algo.agent_act(), static_argnums=3)
+
+    def _split(self, x: np.ndarray) -> jax.Array:
+        return jnp.asarray(x).reshape((self.n_seeds, self.n) + x.shape[1:])
+
+    def _merge(self, x: jax.Array) -> np.ndarray:
+        x = np.asarray(x)
+        return x.reshape((self.n_seeds * self.n,) + x.shape[2:])
+
+    def _host_step(self, action):
+        ts = self.env.step(np.asarray(to_env_action(self.env, jnp.asarray(self._merge(action)))))
+        return jax.tree.map(
+            lambda x: self._split(np.asarray(x)),
+            (
+                ts.obs,
+                ts.reward.astype(np.float32),
+                ts.terminated,
+                ts.truncated,
+                ts.final_obs,
+            ),
+        )
+
+    def evaluate(self, agent_states, key) -> np.ndarray:
+        return host_evaluate(
+            self.eval_env,
+            self._act,
+            agent_states,
+            jax.random.split(key, self.n_seeds),
+            self.n_seeds,
+        )
+
+
+class HostOffPolicyRun(HostRun):
+    """:class:`HostRun` of an off-policy agent (SAC, TD3)."""
+
+    def __init__(self, algo, loop: OffPolicyLoop, seeds: list[int]):
+        super().__init__(algo, seeds, loop.steps_per_chunk)
+        agent, buffer = jax.jit(jax.vmap(loop.init_learner))(self.keys, self.obs[:, 0])
+        self.state = HostLearnerState(
+            agent,
+            buffer,
+            jax.vmap(lambda _: EpisodeTracker.create(self.n))(self.keys),
+            self.keys,
+            jnp.zeros((self.n_seeds,), jnp.int32),
+        )
+        self._explore = jax.jit(jax.vmap(loop.explore))
+        self._learn = jax.jit(jax.vmap(loop.store_and_learn))
+
+    def run_chunk(self) -> dict:
+        s, metrics = self.state, {}
+        for _ in range(self.steps_per_chunk // self.n):
+            keys = jax.vmap(lambda k: jax.random.split(k, 3))(s.key)
+            action = self._explore(s.agent, self.obs, s.step, keys[:, 1])
+            obs, reward, term, trunc, final = self._host_step(action)
+            transition = Transition(self.obs, action, reward, term.astype(jnp.float32), final)
+            agent, buffer, metrics = self._learn(
+                s.agent, s.buffer, transition, s.step + self.n, keys[:, 2]
+            )
+            s = s.replace(
+                agent=agent,
+                buffer=buffer,
+                key=keys[:, 0],
+                step=s.step + self.n,
+                episodes=jax.vmap(EpisodeTracker.update)(s.episodes, reward, term | trunc),
+            )
+            self.obs = obs
+        key = jax.vmap(jax.random.split)(s.key)
+        self.state = s.replace(key=key[:, 0])
+        return self._record(s, metrics, key[0, 1])
+
+    def _record(self, s, metrics, key) -> dict:
+        return {
+            "step": np.asarray(s.step),
+            "eval_return": self.evaluate(s.agent, key),
+            "train_return": np.asarray(jax.vmap(EpisodeTracker.last_return_mean)(s.episodes)),
+            **{k: np.asarray(v) for k, v in metrics.items()},
+        }
+
+
+class HostOnPolicyRun(HostRun):
+    """:class:`HostRun` of an on-policy agent (PPO): host rollouts, jitted updates."""
+
+    def __init__(self, algo, agent, n_steps: int, steps_per_chunk: int, seeds: list[int]):
+        super().__init__(algo, seeds, steps_per_chunk)
+        self.n_steps = n_steps
+        self.state = HostLearnerState(
+            jax.jit(jax.vmap(lambda k: agent.init(k, self.env)))(self.keys),
+            None,
+            jax.vmap(lambda _: EpisodeTracker.create(self.n))(self.keys),
+            self.keys,
+            jnp.zeros((self.n_seeds,), jnp.int32),
+        )
+        self._sample = jax.jit(jax.vmap(agent.sample))
+        self._update = jax.jit(jax.vmap(agent.update))
+
+    def run_chunk(self) -> dict:
+        s, metrics = self.state, {}
+        for _ in range(max(1, self.steps_per_chunk // (self.n * self.n_steps))):
+            data = []
+            for _ in range(self.n_steps):
+                keys = jax.vmap(jax.random.split)(s.key)
+                action, log_prob, value = self._sample(s.agent, self.obs, keys[:, 1])
+                obs, reward, term, trunc, final = self._host_step(action)
+                data.append(Rollout(self.obs, action, log_prob, value, reward, term, trunc, final))
+                s = s.replace(
+                    key=keys[:, 0],
+                    step=s.step + self.n,
+                    episodes=jax.vmap(EpisodeTracker.update)(s.episodes, reward, term | trunc),
+                )
+                self.obs = obs
+            rollout = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *data)  # [S, T, N, ...]
+            keys = jax.vmap(jax.random.split)(s.key)
+            agent, metrics = self._update(s.agent, rollout, self.obs, keys[:, 1])
+            s = s.replace(agent=agent, key=keys[:, 0])
+        key = jax.vmap(jax.random.split)(s.key)
+        self.state = s.replace(key=key[:, 0])
+        return HostOffPolicyRun._record(self, s, metrics, key[0, 1])

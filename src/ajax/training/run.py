@@ -1,0 +1,161 @@
+"""Running an agent into a run directory: logs, checkpoints, resume, summary and curve.
+
+A run directory holds ``run.json`` (what was asked: agent, env, config, steps, seeds),
+``metrics.jsonl``, ``checkpoints/`` (orbax, atomic), and at the end ``summary.json`` and
+``curve.png``. The run is split into segments of ``checkpoint_every`` chunks; each segment is one
+jitted scan over its chunks (vmapped over seeds), so resuming from a checkpoint replays the same
+compiled computation and ends with the same parameters as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.training.algorithm import Algorithm, check_steps, n_chunks_for, segment_fn
+from ajax.training.checkpoint import latest_step, restore_checkpoint, save_checkpoint
+from ajax.training.io import plot_curve, read_json, read_jsonl, truncate_jsonl, write_json_atomic
+from ajax.training.logger import RunLogger
+
+RUN_FILE = "run.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What a run was asked to do; saved as ``run.json`` so ``ajax resume`` can rebuild it."""
+
+    agent: str
+    env: str
+    steps: int
+    seed: int = 0
+    n_seeds: int = 1
+    checkpoint_every: int = 5
+    config: dict = dataclasses.field(default_factory=dict, hash=False)
+
+    def __post_init__(self):
+        check_steps(self.steps)
+        if self.n_seeds <= 0:
+            raise ValueError(f"n_seeds must be positive, got {self.n_seeds}")
+        if self.checkpoint_every <= 0:
+            raise ValueError(f"checkpoint_every must be positive, got {self.checkpoint_every}")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / RUN_FILE).exists() or (path / "metrics.jsonl").exists()
+
+
+def prepare_run_dir(out: Path, spec: RunSpec, overwrite: bool) -> None:
+    """Create ``out`` for a new run; refuse one that holds another run unless ``overwrite``."""
+    if out.exists() and is_run_dir(out):
+        if not overwrite:
+            raise FileExistsError(
+                f"{out} already holds a run; pass --overwrite to replace it, or "
+                f"'ajax resume {out}' to continue it"
+            )
+        import shutil
+
+        for child in ("checkpoints", "tensorboard"):
+            shutil.rmtree(out / child, ignore_errors=True)
+        for child in ("metrics.jsonl", "summary.json", "curve.png", RUN_FILE):
+            (out / child).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / RUN_FILE, dataclasses.asdict(spec))
+
+
+def load_spec(out: Path) -> RunSpec:
+    if not (out / RUN_FILE).exists():
+        raise FileNotFoundError(f"{out} is not a run directory (no {RUN_FILE})")
+    return RunSpec(**read_json(out / RUN_FILE))
+
+
+def _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir):
+    """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan."""
+    segments: dict[int, Any] = {}
+    while done_chunks < chunks.n_chunks:
+        n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
+        if n not in segments:
+            segments[n] = jax.jit(segment_fn(chunks.run_chunk, n, logger))
+        state, _ = segments[n](state)
+        jax.block_until_ready(state)
+        done_chunks += n
+        if ckpt_dir is not None:
+            save_checkpoint(ckpt_dir, done_chunks, state)
+    return state
+
+
+def _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir):
+    """Host env: one Python-driven chunk at a time around the same jitted learner."""
+    while done_chunks < n_chunks:
+        logger(run.run_chunk())
+        done_chunks += 1
+        if ckpt_dir is not None and (
+            done_chunks % spec.checkpoint_every == 0 or done_chunks == n_chunks
+        ):
+            save_checkpoint(ckpt_dir, done_chunks, run.state)
+    return run.state
+
+
+def execute(
+    algo: Algorithm,
+    spec: RunSpec,
+    out: Path | None,
+    progress: bool = True,
+    resume: bool = False,
+    wandb_project: str | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``."""
+    seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
+    if algo.is_jax:
+        chunks = algo.make_chunks(spec.steps)
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
+        state = jax.jit(jax.vmap(chunks.init))(keys)
+        per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
+    else:
+        run = algo.host_run(spec.steps, seeds)
+        state, per_chunk = run.state, run.steps_per_chunk
+        n_chunks = n_chunks_for(spec.steps, per_chunk)
+    done_chunks, wall_offset = 0, 0.0
+    ckpt_dir = None if out is None else out / "checkpoints"
+    if resume and ckpt_dir is not None and latest_step(ckpt_dir) is not None:
+        done_chunks = latest_step(ckpt_dir)
+        state = restore_checkpoint(ckpt_dir, state, done_chunks)
+        truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk)
+        previous = read_jsonl(out / "metrics.jsonl")
+        wall_offset = previous[-1]["wall_time_s"] if previous else 0.0
+    logger = RunLogger(
+        out,
+        n_chunks * per_chunk,
+        done_chunks * per_chunk,
+        progress=progress,
+        wandb_project=wandb_project,
+        wall_time_offset=wall_offset,
+    )
+    try:
+        if algo.is_jax:
+            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir)
+        else:
+            run.state = state
+            state = _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir)
+    finally:
+        logger.close()
+    records = read_jsonl(out / "metrics.jsonl") if out is not None else logger.records
+    final = np.asarray(records[-1]["eval_returns"], dtype=float)
+    summary = {
+        "agent": spec.agent,
+        "env": spec.env,
+        "steps": n_chunks * per_chunk,
+        "seeds": seeds,
+        "final_eval_return": float(np.nanmean(final)),
+        "final_eval_returns": final.tolist(),
+        "wall_time_s": round(logger.wall_time(), 3),
+        "env_steps_per_s": round(logger.steps_per_second() * spec.n_seeds, 1),
+    }
+    if out is not None:
+        write_json_atomic(out / "summary.json", summary)
+        plot_curve(out / "curve.png", records, f"{spec.agent} on {spec.env}")
+    return summary, state

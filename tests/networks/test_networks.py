@@ -1,0 +1,501 @@
+"""Tests of ajax.networks.networks (spec 002, section ajax.networks.networks)."""
+
+from typing import NamedTuple
+
+import distrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax.modules.pid_actor import PIDActor, PIDPolicy
+from ajax.networks.config import EnvConfig, NetworkConfig, OptimizerConfig
+from ajax.networks.distributions import Squash
+from ajax.networks.memory import MemoryConfig
+from ajax.networks.networks import (
+    Actor,
+    CNNEncoder,
+    CNNSpec,
+    Critic,
+    MultiCritic,
+    Squashed,
+    action_value,
+    action_value_input,
+    check_log_std_head,
+    get_initialized_actor_critic,
+    get_initialized_critic,
+    in_critic_units,
+    init_network_carry,
+    init_network_state,
+    phi_star_critic_state,
+    predict_value,
+    predict_value_sequence,
+    predict_value_train,
+    reference_cnn,
+    state_value,
+)
+from ajax.networks.train_state import ActionUnits, LoadedTrainState, ObsStats
+from ajax.networks.utils import get_adam_tx
+
+KEY = jax.random.key(0)
+ARCH = ("8", "relu")
+OPT = OptimizerConfig(learning_rate=1e-3)
+ENV = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True)
+
+
+def rngs(seed=0):
+    k1, k2 = jax.random.split(jax.random.key(seed))
+    return {"params": k1, "dropout": k2}
+
+
+def leaves_equal(a, b):
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
+
+
+# Every test below reuses these few networks and shapes (obs 3, action 2, hidden 8): on CPU
+# most of the time goes to compiling initializers, once per parameter shape.
+
+
+@pytest.fixture(scope="module")
+def sac():
+    """A SAC-like pair: squashed Gaussian actor, twin Q critics with a target."""
+    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
+    return get_initialized_actor_critic(
+        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
+    )
+
+
+@pytest.fixture(scope="module")
+def ppo():
+    """A PPO-like pair: state-independent log-std, two V critics, linear lr decay."""
+    net = NetworkConfig(
+        actor_architecture=ARCH, critic_architecture=ARCH, state_independent_log_std=True,
+        log_std_init=0.0, log_std_bounds=None,
+    )  # fmt: skip
+    env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=4)
+    return get_initialized_actor_critic(
+        KEY, env, OPT, OPT, net, continuous=True, num_critics=2, max_timesteps=10
+    )
+
+
+# --------------------------------------------------------------------------- critics
+
+
+def test_multicritic_members_have_distinct_parameters(sac):
+    _, critic = sac
+    kernel = critic.params["critic"]["torso"]["Dense_0"]["kernel"]
+    assert kernel.shape == (2, 5, 8)
+    assert not np.allclose(kernel[0], kernel[1])
+    values = predict_value(critic, critic.params, jnp.ones((4, 5)))
+    assert values.shape == (2, 4, 1)
+    assert not np.allclose(values[0], values[1])
+
+
+def test_multicritic_members_draw_their_own_dropout_mask():
+    """With identical member parameters and inputs, only the dropout masks can differ."""
+    ens = MultiCritic(Critic(ARCH, dropout=0.5), num=2)
+    x = jnp.ones((4, 5))
+    params = ens.init(rngs(), x)["params"]
+    same = jax.tree.map(lambda p: jnp.broadcast_to(p[:1], p.shape), params)
+    det = ens.apply({"params": same}, x)
+    np.testing.assert_array_equal(det[0], det[1])
+    noisy = ens.apply({"params": same}, x, deterministic=False, rngs={"dropout": KEY})
+    assert not np.allclose(noisy[0], noisy[1])
+    assert not np.allclose(noisy[0], det[0])
+    jitted = jax.jit(
+        lambda p, k: ens.apply({"params": p}, x, deterministic=False, rngs={"dropout": k})
+    )
+    np.testing.assert_array_equal(jitted(same, KEY), noisy)
+
+
+def test_critic_dropout_follows_every_hidden_dense():
+    """DroQ's layout: Dense -> Dropout -> (norm) -> activation, for each hidden layer."""
+    critic = Critic(("8", "layernorm", "relu", "8", "relu"), dropout=0.9)
+    x = jnp.ones((2, 3))
+
+    def dropout_outputs(variables):
+        _, inter = critic.apply(
+            variables, x, deterministic=False, rngs={"dropout": KEY}, capture_intermediates=True
+        )
+        leaves = jax.tree_util.tree_leaves_with_path(inter["intermediates"])
+        return [v for path, v in leaves if "Dropout" in jax.tree_util.keystr(path)]
+
+    drops = jax.jit(dropout_outputs)(critic.init(rngs(), x))
+    # Rate 0.9: most features are exact zeros, after each of the two Dense layers.
+    assert len(drops) == 2 and all(float((d == 0).mean()) > 0.5 for d in drops)
+
+
+def test_critic_quantiles_and_encoder_shapes():
+    ens = MultiCritic(Critic(ARCH, n_quantiles=5), num=2)
+    x = jnp.ones((7, 5))
+
+    def outputs(variables):
+        member0 = {"params": jax.tree.map(lambda p: p[0], variables["params"]["critic"])}
+        return (
+            ens.apply(variables, x, method="quantiles"),
+            ens.apply(variables, x),
+            ens.apply(variables, x, method="apply_encoder_ensemble"),
+            Critic(ARCH, n_quantiles=5).apply(member0, x, method="apply_encoder"),
+        )
+
+    q, v, feats, feats0 = jax.jit(outputs)(ens.init(rngs(), x))
+    assert q.shape == (2, 7, 5) and v.shape == (2, 7, 1) and feats.shape == (2, 7, 8)
+    np.testing.assert_allclose(v, q.mean(-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(feats0, feats[0], rtol=1e-6)
+
+
+def test_critic_rejects_bad_fields():
+    with pytest.raises(ValueError, match="n_quantiles"):
+        Critic(ARCH, n_quantiles=0).init(KEY, jnp.ones((1, 3)))
+    with pytest.raises(ValueError, match="query_dim"):
+        Critic(ARCH, query_dim=2).init(KEY, jnp.ones((1, 3)))
+    with pytest.raises(ValueError, match="dropout"):
+        Critic(ARCH, dropout=1.0).init(KEY, jnp.ones((1, 3)))
+
+
+# --------------------------------------------------------------------------- CNN
+
+
+def test_reference_cnn_boundary_35_36():
+    mnih, minatar = reference_cnn((36, 36, 4)), reference_cnn((35, 35, 4))
+    assert mnih == CNNSpec() and mnih.features == (32, 64, 64) and mnih.projection == 512
+    assert minatar.features == (16,) and minatar.kernel_sizes == (3,) and minatar.projection == 128
+    assert reference_cnn((36, 35, 4)) == minatar and reference_cnn((10, 10, 7)) == minatar
+    # Shapes only: traced, never compiled.
+    out, _ = jax.eval_shape(CNNEncoder((36, 36, 1), mnih).init_with_output, KEY, jnp.ones(36**2))
+    assert out.shape == (512,)
+    out, _ = jax.eval_shape(CNNEncoder((35, 35, 1), minatar).init_with_output, KEY, jnp.ones(35**2))
+    assert out.shape == (128,)
+    with pytest.raises(ValueError, match="leaves nothing"):
+        jax.eval_shape(CNNEncoder((35, 35, 1), mnih).init, KEY, jnp.ones((35 * 35,)))
+    with pytest.raises(ValueError, match="H, W, C"):
+        reference_cnn((10, 10))
+
+
+def test_cnn_encoder_joins_extra_dims_after_convs():
+    spec = CNNSpec(features=(4,), kernel_sizes=(3,), strides=(1,), projection=6)
+    enc = CNNEncoder((5, 5, 2), spec)
+    img = jax.random.normal(KEY, (3, 50))
+    extra = jnp.array([[1.0, -2.0], [3.0, 4.0], [0.5, 0.0]])
+    x = jnp.concatenate([img, extra], -1)
+
+    def outputs(params):
+        return enc.apply(params, x), enc.apply(params, img)
+
+    params = enc.init(KEY, x)
+    out, img_only = jax.jit(outputs)(params)
+    assert out.shape == (3, 8) and params["params"]["Conv_0"]["kernel"].shape == (3, 3, 2, 4)
+    np.testing.assert_array_equal(out[:, 6:], extra)
+    np.testing.assert_array_equal(out[:, :6], img_only)
+    with pytest.raises(ValueError, match=">= 50"):
+        enc.apply(params, img[:, :49])
+
+
+def test_cnn_torch_linear_init_bounds():
+    spec = CNNSpec(features=(4,), kernel_sizes=(3,), strides=(1,), projection=6,
+                   kernel_init="torch_linear")  # fmt: skip
+    params = CNNEncoder((5, 5, 2), spec).init(KEY, jnp.ones((50,)))["params"]
+    conv = params["Conv_0"]
+    bound = 1.0 / np.sqrt(2 * 3 * 3)
+    for leaf in (conv["kernel"], conv["bias"]):
+        assert float(jnp.abs(leaf).max()) <= bound and float(jnp.abs(leaf).max()) > 0.5 * bound
+    proj = params["TorchLinear_0"]
+    assert float(jnp.abs(proj["bias"]).max()) <= 1 / np.sqrt(4 * 3 * 3)
+
+
+# --------------------------------------------------------------------------- actors
+
+
+@pytest.mark.parametrize(
+    ("state_independent", "init", "kernel", "message"),
+    [
+        (True, None, None, "needs log_std_init"),
+        (True, 0.0, "lecun_normal", "unset log_std_kernel_init"),
+        (False, 0.0, "torch_linear", "draws the head's bias"),
+        (False, None, None, "needs log_std_init"),
+        (False, None, "lecun_normal", "needs log_std_init"),
+    ],
+)
+def test_check_log_std_head_refuses(state_independent, init, kernel, message):
+    with pytest.raises(ValueError, match=message):
+        check_log_std_head(state_independent, init, kernel)
+
+
+@pytest.mark.parametrize(
+    ("state_independent", "init", "kernel"),
+    [(True, -0.5, None), (False, 0.0, None), (False, 0.0, "lecun_normal"),
+     (False, None, "torch_linear")],
+)  # fmt: skip
+def test_check_log_std_head_accepts(state_independent, init, kernel):
+    check_log_std_head(state_independent, init, kernel)
+
+
+def test_action_value_input():
+    obs, prev, act = jnp.ones((2, 3)), 2 * jnp.ones((2, 1)), 3 * jnp.ones((2, 1))
+    np.testing.assert_array_equal(action_value_input(obs, act), [[1, 1, 1, 3]] * 2)
+    np.testing.assert_array_equal(action_value_input(obs, act, prev), [[1, 1, 1, 2, 3]] * 2)
+
+
+def test_actor_continuous_normal_with_clipped_log_std():
+    actor = Actor(2, True, ARCH, log_std_init=5.0, log_std_bounds=(-3.0, 1.5))
+    obs = jnp.ones((4, 3))
+    params = actor.init(KEY, obs)
+    pi = actor.apply(params, obs)
+    assert isinstance(pi, distrax.MultivariateNormalDiag)
+    assert pi.mean().shape == (4, 2)
+    # Dense head with an orthogonal(0.01) kernel: bias 5 dominates, then the clip holds it at 1.5.
+    np.testing.assert_allclose(pi.stddev(), np.exp(1.5), rtol=1e-6)
+    free = Actor(2, True, ARCH, log_std_init=0.25, log_std_bounds=None)
+    pi = free.apply(free.init(KEY, obs), obs)
+    assert float(jnp.abs(jnp.log(pi.stddev()) - 0.25).max()) < 0.05
+    with pytest.raises(ValueError, match="low < high"):
+        Actor(2, True, ARCH, log_std_bounds=(1.0, -1.0)).init(KEY, obs)
+
+
+def test_actor_state_independent_log_std():
+    actor = Actor(2, True, ARCH, state_independent_log_std=True, log_std_init=-0.5)
+    obs = jax.random.normal(KEY, (4, 3))
+    params = actor.init(KEY, obs)
+    assert params["params"]["log_std"].shape == (2,)
+    np.testing.assert_allclose(actor.apply(params, obs).stddev(), np.exp(-0.5), rtol=1e-6)
+
+
+def test_actor_discrete_categorical():
+    actor = Actor(5, False, ARCH)
+    obs = jnp.ones((4, 3))
+    pi = actor.apply(actor.init(KEY, obs), obs)
+    assert isinstance(pi, distrax.Categorical)
+    assert pi.logits.shape == (4, 5)
+
+
+def test_squashed_shares_the_actor_parameters():
+    actor = Actor(2, True, ARCH, log_std_init=1.0)
+    obs = 10 * jax.random.normal(KEY, (64, 3))
+    bare = actor.init(KEY, obs)
+    wrapped = Squashed(actor).init(KEY, obs)
+    assert jax.tree.structure(bare) == jax.tree.structure(wrapped)
+    assert leaves_equal(bare, wrapped)
+    pi = Squashed(actor).apply(bare, obs)
+    assert isinstance(pi, Squash)
+    np.testing.assert_allclose(pi.mean(), jnp.tanh(actor.apply(bare, obs).mean()), rtol=1e-6)
+    a = pi.sample(seed=KEY)
+    assert float(jnp.abs(a).max()) < 1.0
+
+
+# --------------------------------------------------------------------------- building states
+
+
+def test_get_initialized_actor_critic_sac_like(sac):
+    actor, critic = sac
+    obs = jax.random.normal(KEY, (6, 3))
+    pi = actor.apply_fn({"params": actor.params}, obs)
+    assert isinstance(pi, Squash)
+    assert set(actor.params) == {"torso", "mean", "log_std"}  # Squashed adds no scope
+    q = predict_value(critic, critic.params, action_value_input(obs, pi.sample(seed=KEY)))
+    assert q.shape == (2, 6, 1)
+    assert leaves_equal(critic.params, critic.target_params)
+    assert all(  # a copy, not an alias: the state can be donated
+        t is not p for t, p in zip(jax.tree.leaves(critic.target_params),
+                                   jax.tree.leaves(critic.params), strict=True)
+    )  # fmt: skip
+    assert actor.target_params is None and critic.hidden_state is None
+
+
+def test_get_initialized_actor_critic_ppo_like(ppo):
+    actor, critic = ppo
+    assert actor.params["log_std"].shape == (2,)
+    np.testing.assert_array_equal(actor.params["log_std"], 0.0)
+    assert critic.target_params is None
+    obs = jnp.ones((4, 3))
+    assert isinstance(actor.apply_fn({"params": actor.params}, obs), distrax.MultivariateNormalDiag)
+    assert predict_value(critic, critic.params, obs).shape == (2, 4, 1)
+    # max_timesteps: the learning rate decays linearly to 0 over 10 updates.
+    grads = jax.tree.map(jnp.ones_like, critic.params)
+    state = critic
+    for _ in range(10):
+        state = state.apply_gradients(grads)
+    frozen = state.apply_gradients(grads)
+    assert leaves_equal(frozen.params, state.params)
+    assert not leaves_equal(state.params, critic.params)
+    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
+    with pytest.raises(ValueError, match="continuous"):
+        get_initialized_actor_critic(KEY, ENV, OPT, OPT, net, continuous=False)
+
+
+def test_get_initialized_actor_critic_discrete_and_extra_dims():
+    env = EnvConfig(obs_shape=(3,), action_dim=4, continuous=False)
+    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
+    actor, critic = get_initialized_actor_critic(
+        KEY, env, OPT, OPT, net, squash=True, num_critics=2, extra_obs_dim=2
+    )
+    pi = actor.apply_fn({"params": actor.params}, jnp.ones((1, 5)))
+    assert isinstance(pi, distrax.Categorical)  # squash leaves a discrete policy alone
+    assert predict_value(critic, critic.params, jnp.ones((1, 5))).shape == (2, 1, 1)
+
+
+def test_get_initialized_actor_critic_pid_actor():
+    policy = PIDPolicy(n_errors=1)
+    net = NetworkConfig(actor_architecture=policy, critic_architecture=ARCH, log_std_init=-1.0)
+    actor, _ = get_initialized_actor_critic(
+        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
+    )
+    bare = PIDActor(policy, 2).init(KEY, jnp.ones((1, 3)))
+    assert jax.tree.structure(actor.params) == jax.tree.structure(bare["params"])
+    np.testing.assert_array_equal(actor.params["law"]["gains"], 0.0)
+    pi = actor.apply_fn({"params": actor.params}, jnp.ones((2, 3)))
+    assert isinstance(pi, Squash)
+    np.testing.assert_allclose(pi.distribution.stddev(), np.exp(-1.0), rtol=1e-6)
+    with pytest.raises(ValueError, match="discrete"):
+        get_initialized_actor_critic(
+            KEY, EnvConfig((3,), 2, False), OPT, OPT, net, continuous=False
+        )
+
+
+def test_get_initialized_critic_is_a_feedforward_q_ensemble():
+    net = NetworkConfig(critic_architecture=ARCH, memory=MemoryConfig("gru", hidden_size=4))
+    critic = get_initialized_critic(KEY, ENV, OPT, net, num_critics=2)
+    assert critic.hidden_state is None and leaves_equal(critic.params, critic.target_params)
+    assert predict_value(critic, critic.params, jnp.ones((2, 5))).shape == (2, 2, 1)
+
+
+def test_init_network_carry_stacks_members():
+    memory = MemoryConfig("gru", hidden_size=4)
+    assert init_network_carry(Critic(ARCH), None, KEY, 3) is None
+    (single,) = init_network_carry(Critic(ARCH, memory=memory), memory, KEY, 3)
+    (stacked,) = init_network_carry(MultiCritic(Critic(ARCH, memory=memory), 5), memory, KEY, 3)
+    assert single.shape == (3, 4) and stacked.shape == (5, 3, 4)
+
+
+# --------------------------------------------------------------------------- recurrent
+
+
+def test_recurrent_actor_critic_gru_sequence():
+    memory = MemoryConfig("gru", hidden_size=4)
+    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH, memory=memory)
+    env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=2)
+    actor, critic = get_initialized_actor_critic(
+        KEY, env, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
+    )
+    assert jax.tree.leaves(actor.hidden_state)[0].shape == (2, 4)
+    assert jax.tree.leaves(critic.hidden_state)[0].shape == (2, 2, 4)
+    # The current action enters at the head, after the memory (query_dim).
+    assert critic.params["critic"]["head"]["kernel"].shape == (2, 4 + 2, 1)
+    T, B = 5, 2
+    k1, k2 = jax.random.split(KEY)
+    obs = jax.random.normal(k1, (T, B, 3))
+    resets = jnp.zeros((T, B), bool).at[3, 0].set(True)
+
+    @jax.jit
+    def values_of(x, resets, h):
+        return predict_value_sequence(critic, critic.params, x, resets, h)
+
+    @jax.jit
+    def act_and_quantiles(obs, resets, h):
+        pi, _ = actor.apply_fn({"params": actor.params}, obs, actor.hidden_state, resets)
+        act = pi.sample(seed=k2)
+        x = action_value_input(obs, act, jnp.concatenate([jnp.zeros((1, B, 2)), act[:-1]]))
+        return x, predict_value_sequence(critic, critic.params, x, resets, h, quantiles=True)[0]
+
+    h0 = jax.tree.map(lambda c: c + 0.1 * jnp.arange(2.0)[:, None, None], critic.hidden_state)
+    x, quantiles = act_and_quantiles(obs, resets, h0)
+    values, final = values_of(x, resets, h0)
+    assert values.shape == (2, T, B, 1) and jax.tree.leaves(final)[0].shape == (2, B, 4)
+    np.testing.assert_allclose(quantiles, values, rtol=1e-6)
+    # Stepping one step at a time gives the same values (the acting path is the T = 1 case).
+    carry, steps = h0, []
+    for t in range(T):
+        v, carry = values_of(x[t : t + 1], resets[t : t + 1], carry)
+        steps.append(v)
+    np.testing.assert_allclose(jnp.concatenate(steps, axis=1), values, rtol=1e-5, atol=1e-6)
+    for leaf_seq, leaf_step in zip(jax.tree.leaves(final), jax.tree.leaves(carry), strict=True):
+        np.testing.assert_allclose(leaf_step, leaf_seq, rtol=1e-5, atol=1e-6)
+    # Each member reads its own carry (mapped on axis 0, not broadcast).
+    h_swapped = jax.tree.map(lambda c: c[::-1], h0)
+    assert not np.allclose(values_of(x, resets, h_swapped)[0][:, 0], values[:, 0])
+    # The reset at t = 3 cuts env 0 off its past: a changed first step no longer matters there.
+    values2, _ = values_of(x.at[0].add(1.0), resets, h0)
+    np.testing.assert_allclose(values2[:, 3:, 0], values[:, 3:, 0], rtol=1e-6)
+    assert not np.allclose(values2[:, 3:, 1], values[:, 3:, 1])
+    with pytest.raises(ValueError, match="predict_value_sequence"):
+        predict_value(critic, critic.params, x[0])
+    with pytest.raises(ValueError, match="carry"):
+        jax.eval_shape(lambda: critic.apply_fn({"params": critic.params}, x))
+
+
+def test_init_network_state_recurrent_actor_carry():
+    memory = MemoryConfig("gru", hidden_size=4)
+    actor = Actor(2, False, ARCH, memory=memory)
+    state = init_network_state(jnp.zeros((1, 3)), actor, KEY, get_adam_tx(1e-3), 3, memory)
+    (carry,) = state.hidden_state
+    assert carry.shape == (3, 4)
+    pi, new = state.apply_fn({"params": state.params}, jnp.ones((1, 3, 3)), state.hidden_state,
+                             jnp.zeros((1, 3), bool))  # fmt: skip
+    assert pi.logits.shape == (1, 3, 2) and new[0].shape == (3, 4)
+
+
+# --------------------------------------------------------------------------- reading values
+
+
+def test_in_critic_units_and_predict_value_with_action_units(sac):
+    _, critic = sac
+    a = jnp.array([[-1.0, 1.0], [0.0, 0.5]])
+    assert in_critic_units(critic, a) is a
+    units = ActionUnits(low=jnp.array([0.0, -4.0]), high=jnp.array([2.0, 0.0]))
+    mapped = critic.replace(action_units=units)
+    np.testing.assert_allclose(in_critic_units(mapped, a), [[0.0, 0.0], [1.0, -1.0]])
+    obs = jnp.ones((2, 3))
+    expected = predict_value(critic, critic.params, jnp.concatenate([obs, units(a)], -1))
+    got = predict_value(mapped, mapped.params, action_value_input(obs, a))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_phi_star_critic_state_drops_obs_stats(sac):
+    _, critic = sac
+    stats = ObsStats(mean=jnp.array([1.0, 2.0, 3.0]), var=jnp.array([4.0, 1.0, 0.25]))
+    normed = critic.replace(obs_stats=stats)
+    x = jnp.array([[3.0, 2.0, 3.5, 0.5, -0.5]])
+    z = jnp.array([[1.0, 0.0, 1.0, 0.5, -0.5]])  # (x - mean) / std on the obs part only
+    np.testing.assert_allclose(
+        predict_value(normed, normed.params, x), predict_value(critic, critic.params, z), rtol=1e-5
+    )
+    phi = phi_star_critic_state(normed)
+    assert phi.obs_stats is None
+    np.testing.assert_array_equal(
+        predict_value(phi, phi.params, x), predict_value(critic, critic.params, x)
+    )
+
+
+class _AgentState(NamedTuple):
+    critic_state: LoadedTrainState
+
+
+def test_state_value_and_action_value_are_ensemble_means(sac, ppo):
+    obs, act = jax.random.normal(KEY, (4, 3)), jnp.full((4, 2), 0.3)
+    q_state, v_state = sac[1], ppo[1]
+    q = action_value(_AgentState(q_state), obs, act)
+    all_q = predict_value(q_state, q_state.params, action_value_input(obs, act))
+    assert q.shape == (4,) and not np.allclose(all_q[0], all_q[1])
+    np.testing.assert_allclose(q, (all_q[0, :, 0] + all_q[1, :, 0]) / 2, rtol=1e-6)
+    v = state_value(_AgentState(v_state), obs, act)
+    all_v = predict_value(v_state, v_state.params, obs)
+    assert v.shape == (4,)
+    np.testing.assert_allclose(v, (all_v[0, :, 0] + all_v[1, :, 0]) / 2, rtol=1e-6)
+
+
+def test_predict_value_train_updates_batchrenorm_stats():
+    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=("64", "batchrenorm", "relu"))
+    _, critic = get_initialized_actor_critic(
+        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, num_critics=2
+    )
+    assert critic.batch_stats is not None
+    x = 3.0 + jax.random.normal(KEY, (32, 5))
+    values, stats = predict_value_train(critic, critic.params, x)
+    assert values.shape == (2, 32, 1)
+    old = critic.batch_stats["critic"]["torso"]["BatchRenorm_0"]
+    new = stats["critic"]["torso"]["BatchRenorm_0"]
+    assert old["mean"].shape == (2, 64)
+    np.testing.assert_array_equal(new["steps"], [1, 1])
+    np.testing.assert_array_equal(old["steps"], [0, 0])
+    assert not np.allclose(new["mean"], old["mean"])
+    # Outside training the running statistics normalise, so the values differ from the batch's.
+    assert not np.allclose(predict_value(critic, critic.params, x), values)
