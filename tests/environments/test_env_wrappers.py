@@ -85,22 +85,26 @@ def test_cartpole_terminates_pendulum_truncates_at_200():
     assert traj.info["episode_length"][199] == 200 and traj.info["episode_done"][199]
 
 
-def test_vmap_env_matches_per_env_reset_and_step():
-    env = make_env("Pendulum-v1", episode_stats=False)
-    batched = VmapEnv(env, 3)
-    assert batched.spec.n_envs == 3 and batched.spec.observation_shape == (3,)
-    ts = jax.jit(batched.reset)(KEY)
-    assert ts.obs.shape == (3, 3) and ts.reward.shape == (3,) and ts.obs.dtype == jnp.float32
-    singles = [env.reset(k) for k in jax.random.split(KEY, 3)]
-    np.testing.assert_allclose(ts.obs, np.stack([s.obs for s in singles]), rtol=1e-6)
-    action = jnp.array([[-2.0], [0.0], [2.0]])
-    nxt = jax.jit(batched.step)(KEY, ts.state, action)
-    keys = jax.random.split(KEY, 3)
-    for i in range(3):
-        one = env.step(keys[i], singles[i].state, action[i])
-        np.testing.assert_allclose(nxt.obs[i], one.obs, rtol=1e-5)
+def test_batched_sim_env_equals_vmap_env():
+    """make_env batches the base env itself (resets only when some env is done): same draws
+    and same trajectory as VmapEnv over the unbatched env, resets included."""
+    single = make_env("Pendulum-v1", max_episode_steps=4, episode_stats=False)
+    vmapped = VmapEnv(single, 3)
+    native = make_env("Pendulum-v1", n_envs=3, max_episode_steps=4, episode_stats=False)
+    assert native.spec == vmapped.spec and native.spec.n_envs == 3
+    actions = jax.random.uniform(KEY, (9, 3, 1), minval=-2, maxval=2)
+    a, b = rollout(native, actions), rollout(vmapped, actions)
+    assert a.obs.shape == (9, 3, 3) and a.reward.shape == (9, 3)
+    assert a.truncated[3].all() and a.truncated[7].all()
+    np.testing.assert_allclose(a.obs, b.obs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a.final_obs, b.final_obs, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(a.truncated, b.truncated)
+    np.testing.assert_array_equal(a.state.t, b.state.t)
+    # VmapEnv gives env i the i-th of split(key, 3).
+    resets = [single.reset(k).obs for k in jax.random.split(KEY, 3)]
+    np.testing.assert_allclose(jax.jit(vmapped.reset)(KEY).obs, np.stack(resets), rtol=1e-6)
     with pytest.raises(ValueError, match="already vectorised"):
-        VmapEnv(batched, 2)
+        VmapEnv(vmapped, 2)
 
 
 def test_rescale_action_bounds(make_scripted):
@@ -174,8 +178,8 @@ def test_normalize_observation_statistics_raw_prefix_and_freeze(make_scripted):
     np.testing.assert_allclose(traj_raw.obs[-1, :, 0], obs[4, 0])
     np.testing.assert_allclose(traj_raw.obs[-1, :, 1], traj.obs[-1, :, 1], rtol=1e-6)
     # Frozen for evaluation: given moments, never updated.
-    frozen = env.reset_frozen(KEY, jax.tree.map(lambda x: x[-1], moments))
-    nxt = env.step(KEY, frozen.state, jnp.zeros((2, 1)))
+    frozen = jax.jit(env.reset_frozen)(KEY, jax.tree.map(lambda x: x[-1], moments))
+    nxt = jax.jit(env.step)(KEY, frozen.state, jnp.zeros((2, 1)))
     np.testing.assert_array_equal(obs_moments(nxt.state).mean, moments.mean[-1])
     np.testing.assert_allclose(nxt.obs[0], (obs[1] - mean) / np.sqrt(var + 1e-8), rtol=1e-4)
 
@@ -193,6 +197,4 @@ def test_make_env_wrapper_stack_jits_and_vmaps():
     assert traj.obs.shape == (3, 4, 2) and traj.obs.dtype == jnp.float32
     assert traj.reward.shape == (3, 4) and traj.terminated.dtype == jnp.bool_
     assert set(traj.info) == {"episode_return", "episode_length", "episode_done"}
-    discrete = make_env("Acrobot-v1", n_envs=2)
-    assert discrete.spec.action_space == Discrete(3)
-    assert rollout(discrete, jnp.zeros((2, 2), jnp.int32)).obs.shape == (2, 2, 6)
+    assert make_env("Acrobot-v1").spec.action_space == Discrete(3)

@@ -13,11 +13,13 @@ OBS = np.array([[0.0, 2.0], [0.5, 1.0], [0.8, -1.0], [1.2, 4.0], [9.0, 9.0]], np
 TERMINAL = [0, 0, 0, 1, 0]
 
 
-def run(env, n_steps):
-    ts = env.reset(KEY)
+def run(env, n_steps, action=None):
+    action = jnp.zeros((1,)) if action is None else action
+    step = jax.jit(env.step)
+    ts = jax.jit(env.reset)(KEY)
     out = [ts]
     for _ in range(n_steps):
-        ts = env.step(KEY, ts.state, jnp.zeros((1,)))
+        ts = step(KEY, ts.state, action)
         out.append(ts)
     return out
 
@@ -58,8 +60,7 @@ def test_pid_terms_layout_with_two_errors(make_scripted):
 def test_pid_terms_stay_raw_under_normalisation(make_scripted):
     pid = PIDTermsWrapper(make_scripted(OBS, terminal=TERMINAL), lambda o: 1.0 - o[0])
     env = NormalizeObservation(VmapEnv(pid, 2))
-    ts = env.reset(KEY)
-    ts = env.step(KEY, ts.state, jnp.zeros((2, 1)))
+    ts = run(env, 1, jnp.zeros((2, 1)))[-1]
     np.testing.assert_allclose(ts.obs[:, :3], [[0.5, 0.75, -1.0]] * 2, atol=1e-6)
     assert not np.allclose(ts.obs[:, 3:], OBS[1])  # the rest is normalised
 
@@ -67,8 +68,11 @@ def test_pid_terms_stay_raw_under_normalisation(make_scripted):
 def test_pid_terms_checks_and_make_env(make_scripted):
     with pytest.raises(ValueError, match="dt"):
         PIDTermsWrapper(make_scripted(OBS, dt=None), lambda o: o[0])
-    with pytest.raises(ValueError, match="before VmapEnv"):
-        PIDTermsWrapper(VmapEnv(make_scripted(OBS), 2), lambda o: o[0])
+    # Batched inner env: the same terms per env as the unbatched wrapper computes.
+    batched = PIDTermsWrapper(VmapEnv(make_scripted(OBS, terminal=TERMINAL), 2), lambda o: 1 - o[0])
+    ts = run(batched, 3, jnp.zeros((2, 1)))[-1]
+    np.testing.assert_allclose(ts.final_obs[:, :3], [[-0.2, 0.75, -0.8]] * 2, atol=1e-6)
+    np.testing.assert_allclose(ts.obs[:, :3], [[1.0, 0.5, 0.0]] * 2, atol=1e-6)
     # Pendulum: track theta = 0 through sin(theta); the agent step is 2 x 0.05 s.
     env = make_env("Pendulum-v1", pid_error_fn=lambda o: -o[1], action_repeat=2, n_envs=3)
     assert env.spec.observation_shape == (6,) and env.spec.raw_obs_prefix == 3

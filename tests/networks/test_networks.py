@@ -48,21 +48,30 @@ def rngs(seed=0):
     return {"params": k1, "dropout": k2}
 
 
+# On CPU nearly all the time goes to compiling; a test compiles one program (jax.jit) rather
+# than each operation eagerly, and reuses the few networks and shapes below (obs 3, action 2,
+# hidden 8), and checks what only needs shapes with jax.eval_shape (traced, never compiled).
+
+
+def jinit(module, *args):
+    """``module.init`` compiled whole."""
+    return jax.jit(module.init)(rngs(), *args)
+
+
+def build(net, env=ENV, **kwargs):
+    """get_initialized_actor_critic compiled whole."""
+    return jax.jit(lambda k: get_initialized_actor_critic(k, env, OPT, OPT, net, **kwargs))(KEY)
+
+
 def leaves_equal(a, b):
     return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
-
-
-# Every test below reuses these few networks and shapes (obs 3, action 2, hidden 8): on CPU
-# most of the time goes to compiling initializers, once per parameter shape.
 
 
 @pytest.fixture(scope="module")
 def sac():
     """A SAC-like pair: squashed Gaussian actor, twin Q critics with a target."""
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
-    return get_initialized_actor_critic(
-        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
-    )
+    return build(net, continuous=True, action_value=True, squash=True, num_critics=2)
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +82,7 @@ def ppo():
         log_std_init=0.0, log_std_bounds=None,
     )  # fmt: skip
     env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=4)
-    return get_initialized_actor_critic(
-        KEY, env, OPT, OPT, net, continuous=True, num_critics=2, max_timesteps=10
-    )
+    return build(net, env, continuous=True, num_critics=2, max_timesteps=10)
 
 
 # --------------------------------------------------------------------------- critics
@@ -95,17 +102,18 @@ def test_multicritic_members_draw_their_own_dropout_mask():
     """With identical member parameters and inputs, only the dropout masks can differ."""
     ens = MultiCritic(Critic(ARCH, dropout=0.5), num=2)
     x = jnp.ones((4, 5))
-    params = ens.init(rngs(), x)["params"]
-    same = jax.tree.map(lambda p: jnp.broadcast_to(p[:1], p.shape), params)
-    det = ens.apply({"params": same}, x)
+
+    @jax.jit
+    def outputs():
+        params = ens.init(rngs(), x)["params"]
+        same = jax.tree.map(lambda p: jnp.broadcast_to(p[:1], p.shape), params)
+        noisy = ens.apply({"params": same}, x, deterministic=False, rngs={"dropout": KEY})
+        return ens.apply({"params": same}, x), noisy
+
+    det, noisy = outputs()
     np.testing.assert_array_equal(det[0], det[1])
-    noisy = ens.apply({"params": same}, x, deterministic=False, rngs={"dropout": KEY})
     assert not np.allclose(noisy[0], noisy[1])
     assert not np.allclose(noisy[0], det[0])
-    jitted = jax.jit(
-        lambda p, k: ens.apply({"params": p}, x, deterministic=False, rngs={"dropout": k})
-    )
-    np.testing.assert_array_equal(jitted(same, KEY), noisy)
 
 
 def test_critic_dropout_follows_every_hidden_dense():
@@ -120,7 +128,7 @@ def test_critic_dropout_follows_every_hidden_dense():
         leaves = jax.tree_util.tree_leaves_with_path(inter["intermediates"])
         return [v for path, v in leaves if "Dropout" in jax.tree_util.keystr(path)]
 
-    drops = jax.jit(dropout_outputs)(critic.init(rngs(), x))
+    drops = jax.jit(dropout_outputs)(jinit(critic, x))
     # Rate 0.9: most features are exact zeros, after each of the two Dense layers.
     assert len(drops) == 2 and all(float((d == 0).mean()) > 0.5 for d in drops)
 
@@ -138,7 +146,7 @@ def test_critic_quantiles_and_encoder_shapes():
             Critic(ARCH, n_quantiles=5).apply(member0, x, method="apply_encoder"),
         )
 
-    q, v, feats, feats0 = jax.jit(outputs)(ens.init(rngs(), x))
+    q, v, feats, feats0 = jax.jit(outputs)(jinit(ens, x))
     assert q.shape == (2, 7, 5) and v.shape == (2, 7, 1) and feats.shape == (2, 7, 8)
     np.testing.assert_allclose(v, q.mean(-1, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(feats0, feats[0], rtol=1e-6)
@@ -146,11 +154,11 @@ def test_critic_quantiles_and_encoder_shapes():
 
 def test_critic_rejects_bad_fields():
     with pytest.raises(ValueError, match="n_quantiles"):
-        Critic(ARCH, n_quantiles=0).init(KEY, jnp.ones((1, 3)))
+        jax.eval_shape(Critic(ARCH, n_quantiles=0).init, KEY, jnp.ones((1, 3)))
     with pytest.raises(ValueError, match="query_dim"):
-        Critic(ARCH, query_dim=2).init(KEY, jnp.ones((1, 3)))
+        jax.eval_shape(Critic(ARCH, query_dim=2).init, KEY, jnp.ones((1, 3)))
     with pytest.raises(ValueError, match="dropout"):
-        Critic(ARCH, dropout=1.0).init(KEY, jnp.ones((1, 3)))
+        jax.eval_shape(Critic(ARCH, dropout=1.0).init, KEY, jnp.ones((1, 3)))
 
 
 # --------------------------------------------------------------------------- CNN
@@ -182,7 +190,7 @@ def test_cnn_encoder_joins_extra_dims_after_convs():
     def outputs(params):
         return enc.apply(params, x), enc.apply(params, img)
 
-    params = enc.init(KEY, x)
+    params = jinit(enc, x)
     out, img_only = jax.jit(outputs)(params)
     assert out.shape == (3, 8) and params["params"]["Conv_0"]["kernel"].shape == (3, 3, 2, 4)
     np.testing.assert_array_equal(out[:, 6:], extra)
@@ -194,7 +202,7 @@ def test_cnn_encoder_joins_extra_dims_after_convs():
 def test_cnn_torch_linear_init_bounds():
     spec = CNNSpec(features=(4,), kernel_sizes=(3,), strides=(1,), projection=6,
                    kernel_init="torch_linear")  # fmt: skip
-    params = CNNEncoder((5, 5, 2), spec).init(KEY, jnp.ones((50,)))["params"]
+    params = jinit(CNNEncoder((5, 5, 2), spec), jnp.ones((50,)))["params"]
     conv = params["Conv_0"]
     bound = 1.0 / np.sqrt(2 * 3 * 3)
     for leaf in (conv["kernel"], conv["bias"]):
@@ -237,49 +245,62 @@ def test_action_value_input():
 
 
 def test_actor_continuous_normal_with_clipped_log_std():
-    actor = Actor(2, True, ARCH, log_std_init=5.0, log_std_bounds=(-3.0, 1.5))
     obs = jnp.ones((4, 3))
-    params = actor.init(KEY, obs)
-    pi = actor.apply(params, obs)
-    assert isinstance(pi, distrax.MultivariateNormalDiag)
-    assert pi.mean().shape == (4, 2)
-    # Dense head with an orthogonal(0.01) kernel: bias 5 dominates, then the clip holds it at 1.5.
-    np.testing.assert_allclose(pi.stddev(), np.exp(1.5), rtol=1e-6)
+    clipped = Actor(2, True, ARCH, log_std_init=5.0, log_std_bounds=(-3.0, 1.5))
     free = Actor(2, True, ARCH, log_std_init=0.25, log_std_bounds=None)
-    pi = free.apply(free.init(KEY, obs), obs)
-    assert float(jnp.abs(jnp.log(pi.stddev()) - 0.25).max()) < 0.05
+
+    @jax.jit
+    def stddevs():
+        pi = clipped.apply(clipped.init(KEY, obs), obs)
+        return pi.mean(), pi.stddev(), free.apply(free.init(KEY, obs), obs).stddev()
+
+    mean, clipped_std, free_std = stddevs()
+    assert mean.shape == (4, 2)
+    # A Dense head with an orthogonal(0.01) kernel: its bias 5 dominates, and the clip holds 1.5.
+    np.testing.assert_allclose(clipped_std, np.exp(1.5), rtol=1e-6)
+    assert float(jnp.abs(jnp.log(free_std) - 0.25).max()) < 0.05
+    pi = jax.eval_shape(lambda: clipped.apply(clipped.init(KEY, obs), obs))
+    assert isinstance(pi, distrax.MultivariateNormalDiag)
     with pytest.raises(ValueError, match="low < high"):
-        Actor(2, True, ARCH, log_std_bounds=(1.0, -1.0)).init(KEY, obs)
+        jax.eval_shape(Actor(2, True, ARCH, log_std_bounds=(1.0, -1.0)).init, KEY, obs)
 
 
-def test_actor_state_independent_log_std():
-    actor = Actor(2, True, ARCH, state_independent_log_std=True, log_std_init=-0.5)
+def test_actor_state_independent_log_std(ppo):
+    actor, _ = ppo
     obs = jax.random.normal(KEY, (4, 3))
-    params = actor.init(KEY, obs)
-    assert params["params"]["log_std"].shape == (2,)
-    np.testing.assert_allclose(actor.apply(params, obs).stddev(), np.exp(-0.5), rtol=1e-6)
+    params = jax.tree.map(jnp.copy, actor.params)
+    params["log_std"] = jnp.array([-0.5, 0.25])
+    std = jax.jit(lambda p: actor.apply_fn({"params": p}, obs).stddev())(params)
+    np.testing.assert_allclose(std, np.broadcast_to(np.exp([-0.5, 0.25]), (4, 2)), rtol=1e-6)
 
 
 def test_actor_discrete_categorical():
     actor = Actor(5, False, ARCH)
     obs = jnp.ones((4, 3))
-    pi = actor.apply(actor.init(KEY, obs), obs)
+    pi = jax.eval_shape(lambda: actor.apply(actor.init(KEY, obs), obs))
     assert isinstance(pi, distrax.Categorical)
     assert pi.logits.shape == (4, 5)
 
 
-def test_squashed_shares_the_actor_parameters():
+def test_squashed_shares_the_actor_parameters(sac):
+    squashed, _ = sac
     actor = Actor(2, True, ARCH, log_std_init=1.0)
-    obs = 10 * jax.random.normal(KEY, (64, 3))
-    bare = actor.init(KEY, obs)
-    wrapped = Squashed(actor).init(KEY, obs)
+    obs = jax.random.normal(KEY, (64, 3))
+
+    @jax.jit
+    def outputs():
+        bare = actor.init(KEY, obs)
+        wrapped = Squashed(actor).init(KEY, obs)
+        pi = Squashed(actor).apply(bare, obs)
+        return bare, wrapped, pi.mean(), actor.apply(bare, obs).mean(), pi.sample_with_raw(KEY)
+
+    bare, wrapped, mean, raw_mean, (action, _, raw) = outputs()
     assert jax.tree.structure(bare) == jax.tree.structure(wrapped)
     assert leaves_equal(bare, wrapped)
-    pi = Squashed(actor).apply(bare, obs)
-    assert isinstance(pi, Squash)
-    np.testing.assert_allclose(pi.mean(), jnp.tanh(actor.apply(bare, obs).mean()), rtol=1e-6)
-    a = pi.sample(seed=KEY)
-    assert float(jnp.abs(a).max()) < 1.0
+    assert jax.tree.structure(bare["params"]) == jax.tree.structure(squashed.params)
+    np.testing.assert_allclose(mean, jnp.tanh(raw_mean), rtol=1e-6)
+    np.testing.assert_allclose(action, jnp.tanh(raw), rtol=1e-6)
+    assert float(jnp.abs(raw).max()) > 2.0 and float(jnp.abs(action).max()) < 1.0
 
 
 # --------------------------------------------------------------------------- building states
@@ -288,35 +309,34 @@ def test_squashed_shares_the_actor_parameters():
 def test_get_initialized_actor_critic_sac_like(sac):
     actor, critic = sac
     obs = jax.random.normal(KEY, (6, 3))
-    pi = actor.apply_fn({"params": actor.params}, obs)
-    assert isinstance(pi, Squash)
+    assert isinstance(jax.eval_shape(lambda: actor.apply_fn({"params": actor.params}, obs)), Squash)
     assert set(actor.params) == {"torso", "mean", "log_std"}  # Squashed adds no scope
-    q = predict_value(critic, critic.params, action_value_input(obs, pi.sample(seed=KEY)))
-    assert q.shape == (2, 6, 1)
+
+    @jax.jit
+    def q_values():
+        pi = actor.apply_fn({"params": actor.params}, obs)
+        return predict_value(critic, critic.params, action_value_input(obs, pi.sample(seed=KEY)))
+
+    assert q_values().shape == (2, 6, 1)
     assert leaves_equal(critic.params, critic.target_params)
-    assert all(  # a copy, not an alias: the state can be donated
-        t is not p for t, p in zip(jax.tree.leaves(critic.target_params),
-                                   jax.tree.leaves(critic.params), strict=True)
-    )  # fmt: skip
     assert actor.target_params is None and critic.hidden_state is None
 
 
 def test_get_initialized_actor_critic_ppo_like(ppo):
     actor, critic = ppo
-    assert actor.params["log_std"].shape == (2,)
-    np.testing.assert_array_equal(actor.params["log_std"], 0.0)
+    np.testing.assert_array_equal(actor.params["log_std"], [0.0, 0.0])
     assert critic.target_params is None
     obs = jnp.ones((4, 3))
-    assert isinstance(actor.apply_fn({"params": actor.params}, obs), distrax.MultivariateNormalDiag)
-    assert predict_value(critic, critic.params, obs).shape == (2, 4, 1)
+    pi = jax.eval_shape(lambda: actor.apply_fn({"params": actor.params}, obs))
+    assert isinstance(pi, distrax.MultivariateNormalDiag)
+    assert jax.eval_shape(lambda: predict_value(critic, critic.params, obs)).shape == (2, 4, 1)
     # max_timesteps: the learning rate decays linearly to 0 over 10 updates.
-    grads = jax.tree.map(jnp.ones_like, critic.params)
+    step = jax.jit(lambda s: s.apply_gradients(jax.tree.map(jnp.ones_like, s.params)))
     state = critic
     for _ in range(10):
-        state = state.apply_gradients(grads)
-    frozen = state.apply_gradients(grads)
-    assert leaves_equal(frozen.params, state.params)
+        state = step(state)
     assert not leaves_equal(state.params, critic.params)
+    assert leaves_equal(step(state).params, state.params)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
     with pytest.raises(ValueError, match="continuous"):
         get_initialized_actor_critic(KEY, ENV, OPT, OPT, net, continuous=False)
@@ -325,37 +345,48 @@ def test_get_initialized_actor_critic_ppo_like(ppo):
 def test_get_initialized_actor_critic_discrete_and_extra_dims():
     env = EnvConfig(obs_shape=(3,), action_dim=4, continuous=False)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
-    actor, critic = get_initialized_actor_critic(
-        KEY, env, OPT, OPT, net, squash=True, num_critics=2, extra_obs_dim=2
-    )
-    pi = actor.apply_fn({"params": actor.params}, jnp.ones((1, 5)))
+
+    def pi_and_v():
+        actor, critic = get_initialized_actor_critic(
+            KEY, env, OPT, OPT, net, squash=True, num_critics=2, extra_obs_dim=2
+        )
+        obs = jnp.ones((1, 5))
+        pi = actor.apply_fn({"params": actor.params}, obs)
+        return pi, predict_value(critic, critic.params, obs)
+
+    pi, v = jax.eval_shape(pi_and_v)
     assert isinstance(pi, distrax.Categorical)  # squash leaves a discrete policy alone
-    assert predict_value(critic, critic.params, jnp.ones((1, 5))).shape == (2, 1, 1)
+    assert pi.logits.shape == (1, 4) and v.shape == (2, 1, 1)
 
 
 def test_get_initialized_actor_critic_pid_actor():
     policy = PIDPolicy(n_errors=1)
     net = NetworkConfig(actor_architecture=policy, critic_architecture=ARCH, log_std_init=-1.0)
-    actor, _ = get_initialized_actor_critic(
-        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
-    )
-    bare = PIDActor(policy, 2).init(KEY, jnp.ones((1, 3)))
+    actor, _ = build(net, continuous=True, action_value=True, squash=True, num_critics=2)
+    bare = jax.eval_shape(PIDActor(policy, 2).init, KEY, jnp.ones((1, 3)))
     assert jax.tree.structure(actor.params) == jax.tree.structure(bare["params"])
     np.testing.assert_array_equal(actor.params["law"]["gains"], 0.0)
-    pi = actor.apply_fn({"params": actor.params}, jnp.ones((2, 3)))
+    np.testing.assert_array_equal(actor.params["log_std"], [-1.0, -1.0])
+    pi = jax.eval_shape(lambda: actor.apply_fn({"params": actor.params}, jnp.ones((2, 3))))
     assert isinstance(pi, Squash)
-    np.testing.assert_allclose(pi.distribution.stddev(), np.exp(-1.0), rtol=1e-6)
     with pytest.raises(ValueError, match="discrete"):
         get_initialized_actor_critic(
             KEY, EnvConfig((3,), 2, False), OPT, OPT, net, continuous=False
         )
+    unset = NetworkConfig(actor_architecture=policy, log_std_init=None)
+    with pytest.raises(ValueError, match="log_std_init"):
+        get_initialized_actor_critic(KEY, ENV, OPT, OPT, unset, continuous=True)
 
 
 def test_get_initialized_critic_is_a_feedforward_q_ensemble():
     net = NetworkConfig(critic_architecture=ARCH, memory=MemoryConfig("gru", hidden_size=4))
-    critic = get_initialized_critic(KEY, ENV, OPT, net, num_critics=2)
+    critic = get_initialized_critic(KEY, ENV, OPT, net, num_critics=2)  # eager, as a user calls it
     assert critic.hidden_state is None and leaves_equal(critic.params, critic.target_params)
-    assert predict_value(critic, critic.params, jnp.ones((2, 5))).shape == (2, 2, 1)
+    for target, online in zip(jax.tree.leaves(critic.target_params),
+                              jax.tree.leaves(critic.params), strict=True):  # fmt: skip
+        # A copy, not an alias of the online buffers: the state can be donated to a jit.
+        assert target.unsafe_buffer_pointer() != online.unsafe_buffer_pointer()
+    assert jax.eval_shape(predict_value, critic, critic.params, jnp.ones((2, 5))).shape == (2, 2, 1)
 
 
 def test_init_network_carry_stacks_members():
@@ -373,9 +404,7 @@ def test_recurrent_actor_critic_gru_sequence():
     memory = MemoryConfig("gru", hidden_size=4)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH, memory=memory)
     env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=2)
-    actor, critic = get_initialized_actor_critic(
-        KEY, env, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
-    )
+    actor, critic = build(net, env, continuous=True, action_value=True, squash=True, num_critics=2)
     assert jax.tree.leaves(actor.hidden_state)[0].shape == (2, 4)
     assert jax.tree.leaves(critic.hidden_state)[0].shape == (2, 2, 4)
     # The current action enters at the head, after the memory (query_dim).
@@ -425,12 +454,17 @@ def test_recurrent_actor_critic_gru_sequence():
 def test_init_network_state_recurrent_actor_carry():
     memory = MemoryConfig("gru", hidden_size=4)
     actor = Actor(2, False, ARCH, memory=memory)
-    state = init_network_state(jnp.zeros((1, 3)), actor, KEY, get_adam_tx(1e-3), 3, memory)
-    (carry,) = state.hidden_state
-    assert carry.shape == (3, 4)
-    pi, new = state.apply_fn({"params": state.params}, jnp.ones((1, 3, 3)), state.hidden_state,
-                             jnp.zeros((1, 3), bool))  # fmt: skip
-    assert pi.logits.shape == (1, 3, 2) and new[0].shape == (3, 4)
+    tx = get_adam_tx(1e-3)
+
+    def acting_step():
+        state = init_network_state(jnp.zeros((1, 3)), actor, KEY, tx, 3, memory)
+        resets = jnp.zeros((1, 3), bool)
+        pi, carry = state.apply_fn({"params": state.params}, jnp.ones((1, 3, 3)),
+                                   state.hidden_state, resets)  # fmt: skip
+        return state.hidden_state, pi, carry
+
+    (h0,), pi, (h1,) = jax.eval_shape(acting_step)
+    assert h0.shape == (3, 4) and h1.shape == (3, 4) and pi.logits.shape == (1, 3, 2)
 
 
 # --------------------------------------------------------------------------- reading values
@@ -444,8 +478,13 @@ def test_in_critic_units_and_predict_value_with_action_units(sac):
     mapped = critic.replace(action_units=units)
     np.testing.assert_allclose(in_critic_units(mapped, a), [[0.0, 0.0], [1.0, -1.0]])
     obs = jnp.ones((2, 3))
-    expected = predict_value(critic, critic.params, jnp.concatenate([obs, units(a)], -1))
-    got = predict_value(mapped, mapped.params, action_value_input(obs, a))
+
+    @jax.jit
+    def values():
+        expected = predict_value(critic, critic.params, jnp.concatenate([obs, units(a)], -1))
+        return expected, predict_value(mapped, mapped.params, action_value_input(obs, a))
+
+    expected, got = values()
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
@@ -453,16 +492,21 @@ def test_phi_star_critic_state_drops_obs_stats(sac):
     _, critic = sac
     stats = ObsStats(mean=jnp.array([1.0, 2.0, 3.0]), var=jnp.array([4.0, 1.0, 0.25]))
     normed = critic.replace(obs_stats=stats)
+    phi = phi_star_critic_state(normed)
+    assert phi.obs_stats is None and normed.obs_stats is stats
     x = jnp.array([[3.0, 2.0, 3.5, 0.5, -0.5]])
     z = jnp.array([[1.0, 0.0, 1.0, 0.5, -0.5]])  # (x - mean) / std on the obs part only
-    np.testing.assert_allclose(
-        predict_value(normed, normed.params, x), predict_value(critic, critic.params, z), rtol=1e-5
-    )
-    phi = phi_star_critic_state(normed)
-    assert phi.obs_stats is None
-    np.testing.assert_array_equal(
-        predict_value(phi, phi.params, x), predict_value(critic, critic.params, x)
-    )
+
+    @jax.jit
+    def values():
+        plain = critic.params
+        return (predict_value(normed, plain, x), predict_value(critic, plain, z),
+                predict_value(phi, plain, x), predict_value(critic, plain, x))  # fmt: skip
+
+    normed_x, raw_z, phi_x, raw_x = values()
+    np.testing.assert_allclose(normed_x, raw_z, rtol=1e-5)
+    np.testing.assert_array_equal(phi_x, raw_x)
+    assert not np.allclose(phi_x, normed_x)
 
 
 class _AgentState(NamedTuple):
@@ -472,24 +516,33 @@ class _AgentState(NamedTuple):
 def test_state_value_and_action_value_are_ensemble_means(sac, ppo):
     obs, act = jax.random.normal(KEY, (4, 3)), jnp.full((4, 2), 0.3)
     q_state, v_state = sac[1], ppo[1]
-    q = action_value(_AgentState(q_state), obs, act)
-    all_q = predict_value(q_state, q_state.params, action_value_input(obs, act))
-    assert q.shape == (4,) and not np.allclose(all_q[0], all_q[1])
+
+    @jax.jit
+    def values():
+        all_q = predict_value(q_state, q_state.params, action_value_input(obs, act))
+        all_v = predict_value(v_state, v_state.params, obs)
+        q = action_value(_AgentState(q_state), obs, act)
+        return q, all_q, state_value(_AgentState(v_state), obs, act), all_v
+
+    q, all_q, v, all_v = values()
+    assert q.shape == (4,) and v.shape == (4,)
+    assert not np.allclose(all_q[0], all_q[1]) and not np.allclose(all_v[0], all_v[1])
     np.testing.assert_allclose(q, (all_q[0, :, 0] + all_q[1, :, 0]) / 2, rtol=1e-6)
-    v = state_value(_AgentState(v_state), obs, act)
-    all_v = predict_value(v_state, v_state.params, obs)
-    assert v.shape == (4,)
     np.testing.assert_allclose(v, (all_v[0, :, 0] + all_v[1, :, 0]) / 2, rtol=1e-6)
 
 
 def test_predict_value_train_updates_batchrenorm_stats():
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=("64", "batchrenorm", "relu"))
-    _, critic = get_initialized_actor_critic(
-        KEY, ENV, OPT, OPT, net, continuous=True, action_value=True, num_critics=2
-    )
+    _, critic = build(net, continuous=True, action_value=True, num_critics=2)
     assert critic.batch_stats is not None
     x = 3.0 + jax.random.normal(KEY, (32, 5))
-    values, stats = predict_value_train(critic, critic.params, x)
+
+    @jax.jit
+    def train_and_eval():
+        values, stats = predict_value_train(critic, critic.params, x)
+        return values, stats, predict_value(critic, critic.params, x)
+
+    values, stats, eval_values = train_and_eval()
     assert values.shape == (2, 32, 1)
     old = critic.batch_stats["critic"]["torso"]["BatchRenorm_0"]
     new = stats["critic"]["torso"]["BatchRenorm_0"]
@@ -498,4 +551,4 @@ def test_predict_value_train_updates_batchrenorm_stats():
     np.testing.assert_array_equal(old["steps"], [0, 0])
     assert not np.allclose(new["mean"], old["mean"])
     # Outside training the running statistics normalise, so the values differ from the batch's.
-    assert not np.allclose(predict_value(critic, critic.params, x), values)
+    assert not np.allclose(eval_values, values)

@@ -26,9 +26,10 @@ one actually reached; ``info`` has the same keys after reset and step. ``env.spe
 (:class:`EnvSpec`) gives the observation shape, the action space (:class:`Box` with low/high
 or :class:`Discrete` with n), the time limit, ``dt`` and ``n_envs``.
 
-Wrappers (each a small class, composed by ``make_env`` in this order, innermost first):
-``ActionRepeat`` -> ``PIDTermsWrapper`` -> ``EpisodeStatistics`` -> ``RescaleAction`` ->
-``VmapEnv`` -> ``NormalizeObservation``; host envs get ``HostRescaleAction`` and
+Wrappers (each a small class, composed by ``make_env`` in this order, innermost first, over
+a base :class:`SimEnv` batched over ``n_envs``): ``ActionRepeat`` -> ``PIDTermsWrapper`` ->
+``EpisodeStatistics`` -> ``RescaleAction`` -> ``NormalizeObservation``. ``VmapEnv``
+vectorises any other unbatched env. Host envs get ``HostRescaleAction`` and
 ``HostNormalizeObservation`` and always report episode statistics. ``list_envs()`` lists the
 ids of each family and whether it is available here, building no env.
 

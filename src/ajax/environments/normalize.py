@@ -82,8 +82,9 @@ class ObsNormState:
 class NormalizeObservation(Wrapper):
     """Normalise ``obs`` and ``final_obs`` with running moments kept in the env state.
 
-    Put it outside :class:`~ajax.environments.wrappers.VmapEnv`: the moments are then shared
-    by all envs and updated with the whole batch each step (as in SB3's ``VecNormalize``).
+    Put it outside the batching (a batched env, or :class:`~ajax.environments.wrappers.VmapEnv`):
+    the moments are then shared by all envs and updated with the whole batch each step (as
+    in SB3's ``VecNormalize``).
     The leading ``spec.raw_obs_prefix`` entries (PID error terms) stay raw. For evaluation,
     :meth:`reset_frozen` starts from given moments (e.g. the training env's, read with
     :func:`obs_moments`) and never updates them.

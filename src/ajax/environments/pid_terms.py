@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.types import JaxEnv, TimeStep, Wrapper
+from ajax.environments.utils import where_batch
 
 
 @struct.dataclass
@@ -58,8 +59,8 @@ class PIDTermsWrapper(Wrapper):
     """Prepend the PID error terms ``[e, I, D]`` of ``error_fn(obs)`` to the observation.
 
     Args:
-      env: an unbatched JAX env (wrap before :class:`~ajax.environments.wrappers.VmapEnv` and
-        before observation normalisation: the errors are of the raw observation).
+      env: a JAX env, unbatched or batched (wrap it before observation normalisation: the
+        errors are of the raw observation).
       error_fn: maps one raw observation ``(obs_dim,)`` to the tracking errors, a scalar or an
         ``(n_errors,)`` vector; pure and jittable.
       dt: seconds per agent step for the integral and derivative; defaults to ``spec.dt``.
@@ -72,8 +73,6 @@ class PIDTermsWrapper(Wrapper):
         dt: float | None = None,
     ):
         super().__init__(env)
-        if env.spec.n_envs is not None:
-            raise ValueError("PIDTermsWrapper wraps one unbatched env: apply it before VmapEnv")
         dt = env.spec.dt if dt is None else dt
         if dt is None or not dt > 0:
             raise ValueError(
@@ -82,7 +81,9 @@ class PIDTermsWrapper(Wrapper):
             )
         self.error_fn, self.dt = error_fn, float(dt)
         obs = jax.ShapeDtypeStruct(env.spec.observation_shape, jnp.float32)
-        self.n_errors = int(jax.eval_shape(lambda o: pid_errors(error_fn, o), obs).shape[0])
+        per_env = lambda o: pid_errors(error_fn, o)
+        self.n_errors = int(jax.eval_shape(per_env, obs).shape[0])
+        self._errors = per_env if env.spec.n_envs is None else jax.vmap(per_env)
         if self.n_errors == 0:
             raise ValueError("error_fn returned no errors")
         self.spec = env.spec.replace(
@@ -92,28 +93,28 @@ class PIDTermsWrapper(Wrapper):
 
     def reset(self, key: jax.Array) -> TimeStep:
         ts = self.env.reset(key)
-        error = pid_errors(self.error_fn, ts.obs)
+        error = self._errors(ts.obs)
         integral, derivative = pid_first_terms(error, self.dt)
-        obs = jnp.concatenate([error, integral, derivative, ts.obs])
+        obs = jnp.concatenate([error, integral, derivative, ts.obs], axis=-1)
         state = PIDTermsState(ts.state, integral, error)
         return ts.replace(state=state, obs=obs, final_obs=obs)
 
     def step(self, key: jax.Array, state: PIDTermsState, action: jax.Array) -> TimeStep:
         ts = self.env.step(key, state.env_state, action)
         # Terms of the step actually taken, from the obs it reached.
-        error = pid_errors(self.error_fn, ts.final_obs)
+        error = self._errors(ts.final_obs)
         integral, derivative = pid_next_terms(error, state.integral, state.prev_error, self.dt)
-        final_obs = jnp.concatenate([error, integral, derivative, ts.final_obs])
+        final_obs = jnp.concatenate([error, integral, derivative, ts.final_obs], axis=-1)
         # On done, ts.obs opens the next episode: its terms start afresh.
-        first_error = pid_errors(self.error_fn, ts.obs)
+        first_error = self._errors(ts.obs)
         first_integral, first_derivative = pid_first_terms(first_error, self.dt)
-        first_obs = jnp.concatenate([first_error, first_integral, first_derivative, ts.obs])
+        first = jnp.concatenate([first_error, first_integral, first_derivative, ts.obs], axis=-1)
         done = ts.done
         new_state = PIDTermsState(
             env_state=ts.state,
-            integral=jnp.where(done, first_integral, integral),
-            prev_error=jnp.where(done, first_error, error),
+            integral=where_batch(done, first_integral, integral),
+            prev_error=where_batch(done, first_error, error),
         )
         return ts.replace(
-            state=new_state, obs=jnp.where(done, first_obs, final_obs), final_obs=final_obs
+            state=new_state, obs=where_batch(done, first, final_obs), final_obs=final_obs
         )

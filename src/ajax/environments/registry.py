@@ -16,12 +16,13 @@ from typing import Any
 
 import jax
 
+from ajax.environments.core import SimEnv
 from ajax.environments.host import make_dmc, make_gymnasium
 from ajax.environments.host_wrappers import HostNormalizeObservation, HostRescaleAction
 from ajax.environments.normalize import NormalizeObservation
 from ajax.environments.pid_terms import PIDTermsWrapper
 from ajax.environments.types import HostEnv, JaxEnv
-from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction, VmapEnv
+from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction
 
 FAMILIES = ("gymnax", "playground", "brax", "gymnasium", "dmc")
 HOST_FAMILIES = ("gymnasium", "dmc")
@@ -180,6 +181,8 @@ def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
     if family in HOST_FAMILIES:
         return _make_host(family, name, config)
     env = _make_base(family, name, config)
+    if config.n_envs is not None:
+        env = env.batched(config.n_envs)
     if config.action_repeat != 1:
         env = ActionRepeat(env, config.action_repeat)
     if config.pid_error_fn is not None:
@@ -188,14 +191,12 @@ def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
         env = EpisodeStatistics(env)
     if config.rescale_actions:
         env = RescaleAction(env)
-    if config.n_envs is not None:
-        env = VmapEnv(env, config.n_envs)
     if config.normalize_obs:
         env = NormalizeObservation(env)
     return env
 
 
-def _make_base(family: str, name: str, config: EnvConfig) -> JaxEnv:
+def _make_base(family: str, name: str, config: EnvConfig) -> SimEnv:
     limit = config.max_episode_steps
     if family == "gymnax":
         from ajax.environments.gymnax_env import make_gymnax

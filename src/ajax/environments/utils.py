@@ -30,20 +30,29 @@ def env_action_to_agent(action, low, high):
 def tree_select(pred, on_true: Any, on_false: Any) -> Any:
     """Leafwise ``pred ? on_true : on_false`` over two pytrees of one structure.
 
-    ``pred`` is a bool scalar (per env; vmap batches it): the whole-state selection of
-    auto-reset and action repeat. ``lax.select`` rather than ``jnp.where`` because it also
-    accepts typed PRNG key leaves, which playground states carry.
+    ``pred`` is a bool scalar, or a batch of them matching the leading axes of every leaf
+    (one flag per env): the whole-state selection of auto-reset and action repeat.
+    ``lax.select`` rather than ``jnp.where`` because it also accepts the typed PRNG key
+    leaves that playground states carry.
     """
     pred = jnp.asarray(pred, bool)
-    if pred.ndim:
-        raise ValueError(f"tree_select needs a scalar predicate (vmap over envs), got {pred.shape}")
     return jax.tree.map(lambda a, b: _select(pred, a, b), on_true, on_false)
 
 
 def _select(pred, a, b):
     # A reset state may hold Python scalars (gymnax's time=0) where a stepped one holds arrays.
     a, b = jnp.asarray(a), jnp.asarray(b)
-    return jax.lax.select(pred, a.astype(b.dtype) if a.dtype != b.dtype else a, b)
+    a = a.astype(b.dtype) if a.dtype != b.dtype else a
+    if pred.ndim:
+        pred = jnp.broadcast_to(pred.reshape(pred.shape + (1,) * (b.ndim - pred.ndim)), b.shape)
+    return jax.lax.select(pred, a, b)
+
+
+def where_batch(pred, on_true, on_false):
+    """``jnp.where`` with a per-env ``pred`` broadcast over the trailing (feature) axes."""
+    pred = jnp.asarray(pred, bool)
+    extra = jnp.ndim(on_false) - pred.ndim
+    return jnp.where(pred.reshape(pred.shape + (1,) * extra), on_true, on_false)
 
 
 def flat_f32(obs) -> jax.Array:

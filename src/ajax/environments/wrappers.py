@@ -1,13 +1,16 @@
 """Composable JAX env wrappers: action rescaling, action repeat, episode statistics, vmap.
 
 Each wrapper is a :class:`~ajax.environments.types.Wrapper` (pure ``reset``/``step``) and
-keeps any state of its own in a typed dataclass around the inner env's state. The order
-:func:`~ajax.environments.make_env` uses, innermost first::
+keeps any state of its own in a typed dataclass around the inner env's state. All of them
+work on one env or on a batch (a leading ``n_envs`` axis on every field, per-env flags).
+The order :func:`~ajax.environments.make_env` uses, innermost first::
 
-    base -> ActionRepeat -> EpisodeStatistics -> RescaleAction -> VmapEnv -> NormalizeObservation
+    SimEnv (batched) -> ActionRepeat -> PIDTermsWrapper -> EpisodeStatistics
+        -> RescaleAction -> NormalizeObservation
 
-Action repeat and episode statistics act per env, so they sit inside the vmap; observation
-normalisation sits outside it so that all envs share one set of statistics.
+:class:`VmapEnv` vectorises any unbatched env instead; ``make_env`` batches the base
+:class:`~ajax.environments.core.SimEnv` itself, which skips the reset draw on steps where
+no episode ends.
 """
 
 from __future__ import annotations
@@ -113,9 +116,9 @@ class EpisodeStatistics(Wrapper):
 
     def reset(self, key: jax.Array) -> TimeStep:
         ts = self.env.reset(key)
-        zero_f, zero_i = jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32)
+        zero_f, zero_i = jnp.zeros_like(ts.reward), jnp.zeros_like(ts.reward, jnp.int32)
         state = EpisodeStatsState(ts.state, zero_f, zero_i, zero_f, zero_i)
-        return self._emit(ts, state, jnp.zeros((), bool))
+        return self._emit(ts, state, jnp.zeros_like(ts.terminated))
 
     def step(self, key: jax.Array, state: EpisodeStatsState, action: jax.Array) -> TimeStep:
         ts = self.env.step(key, state.env_state, action)
@@ -146,7 +149,8 @@ class VmapEnv(Wrapper):
     """``n_envs`` independent copies of an unbatched env; every TimeStep field gains axis 0.
 
     ``reset(key)`` and ``step(key, state, action)`` take one key, split into one per env;
-    ``action`` has a leading ``n_envs`` axis.
+    ``action`` has a leading ``n_envs`` axis. Generic (any JaxEnv), but under ``vmap`` an
+    auto-reset is computed on every step; :meth:`SimEnv.batched` avoids that.
     """
 
     def __init__(self, env: JaxEnv, n_envs: int):

@@ -20,7 +20,6 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import optax
 
 Initializer = Callable[..., jax.Array]
 ActivationFunction = Callable[[jax.Array], jax.Array]
@@ -207,113 +206,6 @@ def parse_activation(activation: str | ActivationFunction) -> ActivationFunction
 # --------------------------------------------------------------------------- layers
 
 
-def _safe_sqrt(v: jax.Array) -> jax.Array:
-    """sqrt(v) with gradient 0 instead of inf (and NaN downstream) where v == 0."""
-    positive = v > 0
-    return jnp.where(positive, jnp.sqrt(jnp.where(positive, v, 1.0)), 0.0)
-
-
-def renormalised_moments(
-    batch_mean: jax.Array,
-    batch_var: jax.Array,
-    running_mean: jax.Array,
-    running_var: jax.Array,
-    epsilon: float,
-    r_max: float,
-    d_max: float,
-) -> tuple[jax.Array, jax.Array]:
-    """The mean and variance that make batch normalisation a batch renormalisation.
-
-    Ioffe (2017) Alg. 1 in CrossQ's form (adityab/CrossQ@a318a26 sbx/sac/policies.py:150-162):
-    r = clip(sigma_B / sigma, 1/r_max, r_max) and d = clip((mu_B - mu) / sigma, -d_max, d_max)
-    with sigma = sqrt(var + eps), both held constant; normalising by mean mu_B - d sqrt(var_B) / r
-    and variance var_B / r^2 (eps added later) is (x - mu_B) r / sqrt(var_B) + d up to eps.
-    """
-    std = jnp.sqrt(batch_var + epsilon)
-    running_std = jnp.sqrt(running_var + epsilon)
-    r = jax.lax.stop_gradient(jnp.clip(std / running_std, 1.0 / r_max, r_max))
-    d = jax.lax.stop_gradient(jnp.clip((batch_mean - running_mean) / running_std, -d_max, d_max))
-    return batch_mean - d * _safe_sqrt(batch_var) / r, batch_var / r**2
-
-
-class BatchRenorm(nn.Module):
-    """Batch Renormalization (Ioffe, NeurIPS 2017) as CrossQ runs it over the last axis.
-
-    adityab/CrossQ@a318a26, sbx/sac/policies.py:37-186. For its first ``warmup_steps`` training
-    passes it is batch norm; afterwards the batch moments are corrected towards the running ones
-    (:func:`renormalised_moments`). It trains, normalising by the batch and updating ``mean``,
-    ``var`` and ``steps`` in ``batch_stats``, exactly when that collection is mutable; otherwise it
-    normalises by the running moments. ``init`` normalises by the batch and updates nothing.
-    Running moments start at 0 and 1 and move by ``1 - momentum`` towards the biased batch moments
-    (CrossQ's train.py passes momentum 0.99). Variances are E[x^2] - E[x]^2 by default, as in
-    CrossQ; a feature with zero batch variance gets gradient 0 where CrossQ's gets NaN.
-    """
-
-    momentum: float = 0.99
-    epsilon: float = 1e-3
-    warmup_steps: int = 100_000
-    r_max: float = 3.0
-    d_max: float = 5.0
-    use_scale: bool = True
-    use_bias: bool = True
-    use_fast_variance: bool = True
-    scale_init: Initializer = nn.initializers.ones
-    bias_init: Initializer = nn.initializers.zeros
-
-    def _check(self, x: jax.Array) -> None:
-        if not 0.0 <= self.momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum}")
-        if self.epsilon <= 0 or self.warmup_steps < 0:
-            raise ValueError(
-                f"need epsilon > 0, warmup_steps >= 0: {self.epsilon}, {self.warmup_steps}"
-            )
-        if self.r_max < 1.0 or self.d_max < 0.0:
-            raise ValueError(f"need r_max >= 1 and d_max >= 0, got {self.r_max}, {self.d_max}")
-        if x.ndim < 1:
-            raise ValueError("BatchRenorm needs an input with a feature axis, got a scalar")
-
-    def _batch_moments(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        if x.ndim < 2:
-            raise ValueError(f"training BatchRenorm needs a batch axis, got shape {x.shape}")
-        axes = tuple(range(x.ndim - 1))
-        mean = jnp.mean(x, axes)
-        if self.use_fast_variance:
-            return mean, jnp.maximum(0.0, jnp.mean(x * x, axes) - mean * mean)
-        return mean, jnp.mean(jnp.square(x - mean), axes)
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Normalise ``x [..., F]`` feature-wise; leading axes form the batch when training."""
-        self._check(x)
-        x = jnp.asarray(x, jnp.float32)
-        shape = x.shape[-1:]
-        ra_mean = self.variable("batch_stats", "mean", lambda: jnp.zeros(shape, jnp.float32))
-        ra_var = self.variable("batch_stats", "var", lambda: jnp.ones(shape, jnp.float32))
-        steps = self.variable("batch_stats", "steps", lambda: jnp.zeros((), jnp.int32))
-        if not self.is_mutable_collection("batch_stats"):
-            mean, var = ra_mean.value, ra_var.value
-        else:
-            mean, var = batch_mean, batch_var = self._batch_moments(x)
-            if not self.is_initializing():
-                renorm = renormalised_moments(
-                    batch_mean, batch_var, ra_mean.value, ra_var.value,
-                    self.epsilon, self.r_max, self.d_max,
-                )  # fmt: skip
-                warm = steps.value >= self.warmup_steps
-                mean, var = jnp.where(warm, renorm[0], mean), jnp.where(warm, renorm[1], var)
-                m = self.momentum
-                ra_mean.value = m * ra_mean.value + (1.0 - m) * batch_mean
-                ra_var.value = m * ra_var.value + (1.0 - m) * batch_var
-                steps.value = steps.value + 1
-        mul = jax.lax.rsqrt(var + self.epsilon)
-        if self.use_scale:
-            mul = mul * self.param("scale", self.scale_init, shape, jnp.float32)
-        y = (x - mean) * mul
-        if self.use_bias:
-            y = y + self.param("bias", self.bias_init, shape, jnp.float32)
-        return y
-
-
 def _symmetric_uniform(bound: float) -> Initializer:
     """U(-bound, bound), drawn as variance_scaling's "uniform" draws it."""
 
@@ -412,82 +304,27 @@ def parse_architecture(
     return [parse_layer(layer, kernel_init, bias_init) for layer in architecture]
 
 
-# --------------------------------------------------------------------------- optimizers
+# Re-exported so that the documented paths (ajax.networks.utils.*) hold; defined in their own
+# modules to keep this one readable.
+from ajax.networks.batch_renorm import BatchRenorm, renormalised_moments  # noqa: E402
+from ajax.networks.optim import clip_by_member_norm, get_adam_tx  # noqa: E402
 
-
-def clip_by_member_norm(max_norm: float) -> optax.GradientTransformation:
-    """``optax.clip_by_global_norm`` on each ensemble member alone; leaf axis 0 indexes members.
-
-    Each member is its own network in the references and is clipped alone (ASAC: BobMak/asac
-    @4b68862, darer/Models.py:299-301). The clipped member is g / ||g|| * max_norm, as optax does.
-    """
-    if max_norm <= 0:
-        raise ValueError(f"max_norm must be positive, got {max_norm}")
-
-    def update_fn(updates, state, params=None):
-        del params
-        leaves = jax.tree.leaves(updates)
-        sizes = {leaf.shape[0] if leaf.ndim else None for leaf in leaves}
-        if len(sizes) > 1 or None in sizes:
-            raise ValueError(
-                "clip_by_member_norm needs every leaf to have the same leading (member) axis, got "
-                f"shapes {[leaf.shape for leaf in leaves]}"
-            )
-        sq = sum(jnp.sum(jnp.square(leaf).reshape(leaf.shape[0], -1), axis=1) for leaf in leaves)
-        norm = jnp.sqrt(sq)
-
-        def clip(leaf):
-            g = norm.reshape((-1,) + (1,) * (leaf.ndim - 1)).astype(leaf.dtype)
-            return jnp.where(g < max_norm, leaf, (leaf / g) * max_norm)
-
-        return jax.tree.map(clip, updates), state
-
-    return optax.GradientTransformation(lambda params: optax.EmptyState(), update_fn)
-
-
-def _update_rule(optimizer: str, beta_1: float, beta_2: float, eps: float):
-    if optimizer == "adam":
-        return optax.scale_by_adam(b1=beta_1, b2=beta_2, eps=eps)
-    if optimizer == "radam":
-        return optax.scale_by_radam(b1=beta_1, b2=beta_2, eps=eps)
-    if optimizer == "centered_rmsprop":
-        return optax.scale_by_stddev(decay=beta_2, eps=eps)
-    raise ValueError(
-        f"unknown optimizer {optimizer!r}; valid ones: 'adam', 'radam', 'centered_rmsprop'"
-    )
-
-
-def get_adam_tx(
-    learning_rate: float | optax.Schedule = 1e-3,
-    max_grad_norm: float | None = None,
-    eps: float = 1e-5,
-    beta_1: float = 0.9,
-    beta_2: float = 0.999,
-    weight_decay: float = 0.0,
-    per_member: bool = False,
-    optimizer: str = "adam",
-) -> optax.GradientTransformation:
-    """Adam (or "radam", "centered_rmsprop"), optionally after clipping the gradient norm.
-
-    Clipping is off unless ``max_grad_norm`` is given: global, or per ensemble member with
-    ``per_member`` (:func:`clip_by_member_norm`; without ``max_grad_norm`` it has nothing to do).
-    ``weight_decay`` is decoupled, added between the rule and the learning rate as optax.adamw
-    does; 0 leaves it out, so "adam" is optax.adam. "centered_rmsprop" is optax.rmsprop(
-    centered=True) with decay ``beta_2`` (``beta_1`` unused).
-    """
-    if not callable(learning_rate) and learning_rate <= 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate}")
-    if max_grad_norm is not None and max_grad_norm <= 0:
-        raise ValueError(f"max_grad_norm must be positive or None, got {max_grad_norm}")
-    if eps < 0 or weight_decay < 0:
-        raise ValueError(f"eps and weight_decay must be >= 0, got {eps}, {weight_decay}")
-    if not (0.0 <= beta_1 < 1.0 and 0.0 <= beta_2 < 1.0):
-        raise ValueError(f"beta_1 and beta_2 must be in [0, 1), got {beta_1}, {beta_2}")
-    chain = [_update_rule(optimizer, beta_1, beta_2, eps)]
-    if max_grad_norm is not None:
-        clip = clip_by_member_norm if per_member else optax.clip_by_global_norm
-        chain.insert(0, clip(max_grad_norm))
-    if weight_decay > 0:
-        chain.append(optax.add_decayed_weights(weight_decay))
-    chain.append(optax.scale_by_learning_rate(learning_rate))
-    return optax.chain(*chain)
+__all__ = [
+    "ActivationFunction",
+    "BatchRenorm",
+    "Initializer",
+    "TORCH_LINEAR",
+    "TorchLinear",
+    "clip_by_member_norm",
+    "dense",
+    "get_adam_tx",
+    "get_initializer",
+    "mish",
+    "parse_activation",
+    "parse_architecture",
+    "parse_function_string",
+    "parse_initialization",
+    "parse_layer",
+    "renormalised_moments",
+    "trunc_normal_fan_in",
+]

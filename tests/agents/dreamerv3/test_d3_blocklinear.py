@@ -1,5 +1,7 @@
 """Spec 000 B6: BlockLinear (DreamerV3's block-diagonal Linear in the GRU core)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,18 +9,24 @@ import pytest
 
 from ajax.agents.dreamerv3.networks import BlockLinear
 
+# Keys use the "rbg" generator: on CPU, threefry recompiles for every new shape at ~6 s of CPU each,
+# which would dominate these tests. The functions under test take any key.
+KEY = functools.partial(jax.random.key, impl="rbg")
+
 
 def _init(features, blocks, width, seed=0):
     layer = BlockLinear(features, blocks)
-    params = layer.init(jax.random.key(seed), jnp.zeros((1, width)))["params"]
+    params = layer.init(KEY(seed), jnp.zeros((1, width)))["params"]
     # A nonzero bias so that the dense comparison also checks the bias layout.
-    params = dict(params, bias=jax.random.normal(jax.random.key(seed + 1), (features,)))
+    params = dict(
+        params, bias=jnp.asarray(np.random.default_rng(seed).normal(size=features), jnp.float32)
+    )
     return layer, params
 
 
 def test_b6_jacobian_is_block_diagonal():
     layer, params = _init(12, 3, 9)
-    x = jax.random.normal(jax.random.key(2), (9,))
+    x = jnp.asarray(np.random.default_rng(2).normal(size=9), jnp.float32)
     jac = jax.jacobian(lambda v: layer.apply({"params": params}, v))(x)  # [12, 9]
     blocks = np.asarray(jac).reshape(3, 4, 3, 3)
     for k in range(3):
@@ -31,7 +39,7 @@ def test_b6_jacobian_is_block_diagonal():
 
 def test_b6_equals_dense_with_block_diagonal_kernel():
     layer, params = _init(12, 3, 9)
-    x = jax.random.normal(jax.random.key(3), (2, 5, 9))
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(2, 5, 9)), jnp.float32)
     dense = jax.scipy.linalg.block_diag(*params["kernel"])  # [9, 12]
     assert dense.shape == (9, 12)
     np.testing.assert_allclose(
@@ -41,8 +49,8 @@ def test_b6_equals_dense_with_block_diagonal_kernel():
 
 def test_b6_shapes_at_12m():
     """dynhid: I = 8 (256 + 3 * 256) = 8192 -> D = 2048; dyngru: 2048 -> 3D = 6144."""
-    dynhid = jax.eval_shape(BlockLinear(2048, 8).init, jax.random.key(0), jnp.zeros((1, 8192)))
-    dyngru = jax.eval_shape(BlockLinear(6144, 8).init, jax.random.key(0), jnp.zeros((1, 2048)))
+    dynhid = jax.eval_shape(BlockLinear(2048, 8).init, KEY(0), jnp.zeros((1, 8192)))
+    dyngru = jax.eval_shape(BlockLinear(6144, 8).init, KEY(0), jnp.zeros((1, 2048)))
     assert dynhid["params"]["kernel"].shape == (8, 1024, 256)
     assert dynhid["params"]["bias"].shape == (2048,)
     assert dyngru["params"]["kernel"].shape == (8, 256, 768)
@@ -51,7 +59,7 @@ def test_b6_shapes_at_12m():
 
 def test_b6_init_std_uses_full_fan_in():
     """fan_in = I = 8192 (not I / g = 1024): std = 1 / sqrt(8192) = 0.011048."""
-    params = BlockLinear(2048, 8).init(jax.random.key(4), jnp.zeros((1, 8192)))["params"]
+    params = BlockLinear(2048, 8).init(KEY(4), jnp.zeros((1, 8192)))["params"]
     kernel = np.asarray(params["kernel"])
     np.testing.assert_allclose(kernel.std(), 0.011048, rtol=5e-3)
     np.testing.assert_allclose(1.0 / np.sqrt(8192.0), 0.011048, rtol=1e-4)
@@ -62,4 +70,4 @@ def test_b6_init_std_uses_full_fan_in():
 @pytest.mark.parametrize(("features", "blocks", "width"), [(12, 5, 10), (12, 3, 10), (12, 0, 9)])
 def test_b6_indivisible_sizes_raise(features, blocks, width):
     with pytest.raises(ValueError, match="blocks"):
-        BlockLinear(features, blocks).init(jax.random.key(0), jnp.zeros((1, width)))
+        BlockLinear(features, blocks).init(KEY(0), jnp.zeros((1, width)))

@@ -4,6 +4,8 @@ B14 test 2 (closed form of a linear step function) belongs to a generic rollout 
 Ajax does not have (status note of spec 000); DreamerV3's scans are checked against Python loops.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,6 +25,9 @@ T, B, E, A = 4, 2, 5, 2
 CONFIG = RSSMConfig(deter=16, hidden=8, classes=4, action_dim=A, stoch=3, blocks=4)
 RSSM_ = RSSM(CONFIG)
 TOL = dict(rtol=1e-5, atol=1e-6)
+# Keys use the "rbg" generator: on CPU, threefry recompiles for every new shape at ~6 s of CPU each,
+# which would dominate these tests. The functions under test take any key.
+KEY = functools.partial(jax.random.key, impl="rbg")
 
 
 def _fill(shapes, seed):
@@ -45,23 +50,23 @@ def _fill(shapes, seed):
 
 def _params(seed=0):
     s = initial_state(CONFIG, B)
-    shapes = jax.eval_shape(RSSM_.init, jax.random.key(0), s.deter, s.stoch, jnp.zeros((B, A)),
+    shapes = jax.eval_shape(RSSM_.init, KEY(0), s.deter, s.stoch, jnp.zeros((B, A)),
                             jnp.zeros((B, E)))  # fmt: skip
     return _fill(shapes["params"], seed)
 
 
 def _inputs(seed=1):
-    k1, k2 = jax.random.split(jax.random.key(seed))
-    embed = jax.random.normal(k1, (T, B, E))
-    prev_action = jax.random.normal(k2, (T, B, A))
+    rng = np.random.default_rng(seed)
+    embed = jnp.asarray(rng.normal(size=(T, B, E)), jnp.float32)
+    prev_action = jnp.asarray(rng.normal(size=(T, B, A)), jnp.float32)
     is_first = jnp.zeros((T, B), bool).at[0].set(True).at[2, 1].set(True)
     return embed, prev_action, is_first
 
 
 def _start(seed=2):
-    k1, k2 = jax.random.split(jax.random.key(seed))
-    stoch = jax.nn.one_hot(jax.random.randint(k2, (B, 3), 0, 4), 4)
-    return RSSMState(deter=jax.random.normal(k1, (B, 16)), stoch=stoch)
+    rng = np.random.default_rng(seed)
+    stoch = jax.nn.one_hot(rng.integers(0, 4, size=(B, 3)), 4)
+    return RSSMState(deter=jnp.asarray(rng.normal(size=(B, 16)), jnp.float32), stoch=stoch)
 
 
 def _policy(key, state):
@@ -69,7 +74,7 @@ def _policy(key, state):
 
 
 def test_b14_observe_scan_equals_python_loop():
-    params, (embed, prev_action, is_first), key = _params(), _inputs(), jax.random.key(3)
+    params, (embed, prev_action, is_first), key = _params(), _inputs(), KEY(3)
     carry, feats = jax.jit(lambda p, c: observe(RSSM_, p, c, embed, prev_action, is_first, key))(
         params, _start()
     )
@@ -85,7 +90,7 @@ def test_b14_observe_scan_equals_python_loop():
 
 
 def test_b14_imagine_scan_equals_python_loop():
-    params, key = _params(), jax.random.key(4)
+    params, key = _params(), KEY(4)
     carry, feats, actions = jax.jit(lambda p, c: imagine(RSSM_, p, c, _policy, T, key))(
         params, _start()
     )
@@ -99,7 +104,7 @@ def test_b14_imagine_scan_equals_python_loop():
         np.testing.assert_array_equal(feats.stoch[t], feat.stoch)
     np.testing.assert_allclose(carry.deter, state.deter, **TOL)
     # Open-loop imagination along the same actions reproduces the states.
-    _, feats2 = imagine_actions(RSSM_, params, _start(), actions, key=jax.random.key(9))
+    _, feats2 = imagine_actions(RSSM_, params, _start(), actions, key=KEY(9))
     np.testing.assert_allclose(feats2.deter[0], feats.deter[0], **TOL)
 
 
@@ -109,8 +114,8 @@ def test_b14_keys_split_per_step():
     params["post_logit"] = jax.tree.map(jnp.zeros_like, params["post_logit"])
     params["prior_logit"] = jax.tree.map(jnp.zeros_like, params["prior_logit"])
     embed, prev_action, is_first = _inputs()
-    _, feats = observe(RSSM_, params, _start(), embed, prev_action, is_first, jax.random.key(5))
-    _, img, actions = imagine(RSSM_, params, _start(), _policy, T, jax.random.key(5))
+    _, feats = observe(RSSM_, params, _start(), embed, prev_action, is_first, KEY(5))
+    _, img, actions = imagine(RSSM_, params, _start(), _policy, T, KEY(5))
     for stoch in (feats.stoch, img.stoch):
         for t in range(1, T):
             assert not np.array_equal(stoch[t], stoch[0])
@@ -121,7 +126,7 @@ def test_b14_keys_split_per_step():
 
 
 def test_b14_gradient_flows_through_carry_unless_stopped():
-    params, (embed, prev_action, _), key = _params(), _inputs(), jax.random.key(6)
+    params, (embed, prev_action, _), key = _params(), _inputs(), KEY(6)
     no_reset = jnp.zeros((T, B), bool)
 
     def observed(deter, is_first):

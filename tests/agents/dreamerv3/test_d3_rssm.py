@@ -15,6 +15,10 @@ from ajax.agents.dreamerv3.rssm import (
     observe_step,
 )
 
+# Keys use the "rbg" generator: on CPU, threefry recompiles for every new shape at ~6 s of CPU each,
+# which would dominate these tests. The functions under test take any key.
+KEY = functools.partial(jax.random.key, impl="rbg")
+
 # A small RSSM: D = 16 in 4 blocks, d = 8, S = 3 latents of C = 4 classes, A = 2, embed E = 5.
 B, E = 2, 5
 
@@ -46,15 +50,21 @@ def _setup(discrete=False, seed=0):
     config = _tiny(discrete)
     rssm = RSSM(config)
     s = initial_state(config, B)
-    shapes = jax.eval_shape(rssm.init, jax.random.key(0), s.deter, s.stoch, jnp.zeros((B, 2)),
+    shapes = jax.eval_shape(rssm.init, KEY(0), s.deter, s.stoch, jnp.zeros((B, 2)),
                             jnp.zeros((B, E)))  # fmt: skip
     return rssm, _fill(shapes["params"], seed)
 
 
-def _random_state(key, config):
-    k1, k2 = jax.random.split(key)
-    stoch = jax.nn.one_hot(jax.random.randint(k2, (B, config.stoch), 0, config.classes), 4)
-    return RSSMState(deter=jax.random.normal(k1, (B, config.deter)), stoch=stoch)
+def _random_state(seed, config):
+    rng = np.random.default_rng(seed)
+    stoch = jax.nn.one_hot(rng.integers(0, config.classes, size=(B, config.stoch)), config.classes)
+    return RSSMState(
+        deter=jnp.asarray(rng.normal(size=(B, config.deter)), jnp.float32), stoch=stoch
+    )
+
+
+def _normal(seed, shape):
+    return jnp.asarray(np.random.default_rng(seed).normal(size=shape), jnp.float32)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -73,8 +83,8 @@ def test_b15_zero_gru_keeps_sigmoid_one_of_state():
     np.testing.assert_array_equal(cand, 0.0)
     rssm, params = _setup()
     params = dict(params, dyngru=jax.tree.map(jnp.zeros_like, params["dyngru"]))
-    state = _random_state(jax.random.key(1), rssm.config)
-    action = jax.random.normal(jax.random.key(2), (B, 2))
+    state = _random_state(1, rssm.config)
+    action = _normal(2, (B, 2))
     out = _core(rssm, params, state.deter, state.stoch, action)
     np.testing.assert_allclose(out, 0.7310586 * state.deter, rtol=1e-6)
 
@@ -99,14 +109,14 @@ def test_b15_is_first_gives_core_of_zeros(discrete):
     rssm, params = _setup(discrete)
     zeros = initial_state(rssm.config, B)
     expected = _core(rssm, params, zeros.deter, zeros.stoch, jnp.zeros((B, 2)))
-    embed = jax.random.normal(jax.random.key(4), (B, E))
-    first, key = jnp.ones((B,), bool), jax.random.key(5)
+    embed = _normal(4, (B, E))
+    first, key = jnp.ones((B,), bool), KEY(5)
     prevs = [jnp.array([0, 0]), jnp.array([3, 1])] if discrete else [
         jnp.array([[3.0, -1.0], [0.5, 0.2]]), jnp.array([[-0.1, 0.0], [2.0, 9.0]])]  # fmt: skip
     outs = [
-        _observe_step(
-            rssm, params, _random_state(jax.random.key(seed), rssm.config), embed, prev, first, key
-        )[0].deter  # fmt: skip
+        _observe_step(rssm, params, _random_state(seed, rssm.config), embed, prev, first, key)[
+            0
+        ].deter  # fmt: skip
         for seed, prev in zip((3, 13), prevs, strict=True)
     ]
     np.testing.assert_array_equal(outs[0], outs[1])  # the same program: bitwise independent
@@ -116,17 +126,17 @@ def test_b15_is_first_gives_core_of_zeros(discrete):
         unmasked = _core(rssm, params, zeros.deter, zeros.stoch, onehot0)
         assert np.abs(unmasked - expected).max() > 1e-4
     # Not first: the carry matters.
-    state = _random_state(jax.random.key(3), rssm.config)
+    state = _random_state(3, rssm.config)
     carry2, _ = _observe_step(rssm, params, state, embed, prevs[0], ~first, key)
     assert np.abs(carry2.deter - expected).max() > 1e-4
 
 
 def test_b15_is_first_masks_per_row():
     rssm, params = _setup(True)
-    state = _random_state(jax.random.key(6), rssm.config)
-    embed = jax.random.normal(jax.random.key(7), (B, E))
+    state = _random_state(6, rssm.config)
+    embed = _normal(7, (B, E))
     prev, first = jnp.array([1, 1]), jnp.array([True, False])
-    carry, _ = _observe_step(rssm, params, state, embed, prev, first, jax.random.key(8))
+    carry, _ = _observe_step(rssm, params, state, embed, prev, first, KEY(8))
     zeros = initial_state(rssm.config, B)
     fresh = _core(rssm, params, zeros.deter, zeros.stoch, jnp.zeros((B, 2)))
     cont = _core(rssm, params, state.deter, state.stoch, embed_action(prev, rssm.config))
@@ -165,7 +175,7 @@ def test_b15_blocks_interact_only_through_x0_and_the_hidden_rms():
     d ms/d deter), not zero.
     """
     rssm, params = _setup()
-    state = _random_state(jax.random.key(9), rssm.config)
+    state = _random_state(9, rssm.config)
     deter, stoch = state.deter[0], state.stoch[0]
     action = jnp.array([0.3, -0.7])
 
@@ -191,7 +201,7 @@ def test_b15_blocks_interact_only_through_x0_and_the_hidden_rms():
 def test_b15_action_divided_by_max_one_abs():
     """a / sg(max(1, |a|)): [3, -0.5] enters the core as [1, -0.5]."""
     rssm, params = _setup()
-    state = _random_state(jax.random.key(10), rssm.config)
+    state = _random_state(10, rssm.config)
     big = _core(rssm, params, state.deter, state.stoch, jnp.array([[3.0, -0.5]] * B))
     unit = _core(rssm, params, state.deter, state.stoch, jnp.array([[1.0, -0.5]] * B))
     np.testing.assert_allclose(big, unit, rtol=1e-6)
@@ -212,7 +222,7 @@ def test_b15_parameter_counts_12m():
     assert (config.deter, config.hidden, config.stoch, config.classes, config.blocks) == (
         2048, 256, 32, 16, 8)  # fmt: skip
     s = initial_state(config, 1)
-    shapes = jax.eval_shape(RSSM(config).init, jax.random.key(0), s.deter, s.stoch,
+    shapes = jax.eval_shape(RSSM(config).init, KEY(0), s.deter, s.stoch,
                             jnp.zeros((1, 6)), jnp.zeros((1, 256)))["params"]  # fmt: skip
     counts = {k: _param_count(v) for k, v in shapes.items()}
     assert counts["dynin0"] == 524_800

@@ -81,7 +81,8 @@ def test_t2_presets_and_validation():
     sizes = {1: (256, 384, 128, 2, 2), 19: (1024, 1024, 768, 3, 5), 317: (4096, 4096, 1376, 5, 8)}
     for size, dims in sizes.items():
         cfg = TDMPC2Config.preset(size)
-        assert (cfg.enc_dim, cfg.mlp_dim, cfg.latent_dim, cfg.num_enc_layers, cfg.num_q) == dims
+        a = cfg.arch
+        assert (a.enc_dim, a.mlp_dim, a.latent_dim, a.num_enc_layers, a.num_q) == dims
         assert (cfg.simnorm_dim, cfg.num_bins, cfg.vmin, cfg.vmax) == (8, 101, -10.0, 10.0)
         assert (cfg.log_std_min, cfg.log_std_max, cfg.dropout) == (-10.0, 2.0, 0.01)
     assert TDMPC2Config.preset(5) == TDMPC2Config()

@@ -1,8 +1,8 @@
 """DreamerV3's categorical latents: unimix, straight-through samples, KL and free bits.
 
 Spec 000 B7 (DreamerV3 side) and B8; arXiv:2301.04104v2 Eqs. 3-5 and Sec. "Robust predictions";
-danijar/dreamerv3@e3f0224 embodied/jax/outs.py:208-270 (Categorical, OneHot) and
-dreamerv3/rssm.py:125-138 (RSSM.loss).
+danijar/dreamerv3@e3f0224 embodied/jax/outs.py:208-271 (Categorical, OneHot) and
+dreamerv3/rssm.py:120-133 (RSSM.loss).
 
 The RSSM's stochastic state is S independent categoricals with C classes each, stored as raw
 logits [..., S, C]. Every function here takes raw logits and applies the 1% uniform mixture
@@ -34,7 +34,7 @@ def _check_logits(logits: jax.Array, name: str = "logits") -> jax.Array:
 def unimix_logits(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
     """Logits of (1 - u) softmax(l) + u / C over the last axis.
 
-    outs.py:211-218 (Categorical.__init__). With ``unimix = 0`` the logits pass through unchanged,
+    outs.py:210-217 (Categorical.__init__). With ``unimix = 0`` the logits pass through unchanged,
     as in the reference; every consumer normalises them with a (log-)softmax.
     """
     _check_unimix(unimix)
@@ -49,7 +49,7 @@ def unimix_logits(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
 def onehot_st_sample(key: jax.Array, logits: jax.Array, unimix: float = 0.01) -> jax.Array:
     """A one-hot sample [..., C] of Cat(unimix(l)) with straight-through gradients.
 
-    outs.py:240-270 (OneHot.sample, _onehot_with_grad): the value is sg(onehot) + (p - sg(p)) with p
+    outs.py:252-254, 265-271 (OneHot.sample, _onehot_with_grad): the value is sg(onehot) + (p - sg(p)) with p
     the mixed probabilities, so it is exactly one-hot while d value / d l = d p / d l.
     """
     mixed = unimix_logits(logits, unimix)
@@ -62,7 +62,7 @@ def onehot_st_sample(key: jax.Array, logits: jax.Array, unimix: float = 0.01) ->
 def categorical_kl(logits_p: jax.Array, logits_q: jax.Array, unimix: float = 0.01) -> jax.Array:
     """KL(P || Q) per categorical, summed over the class axis only: shape [...].
 
-    outs.py:234-238 (Categorical.kl) on unimix-mixed logits. The caller sums over the S latents.
+    outs.py:236-240 (Categorical.kl) on unimix-mixed logits. The caller sums over the S latents.
     """
     logits_p, logits_q = _check_logits(logits_p, "logits_p"), _check_logits(logits_q, "logits_q")
     if logits_p.shape != logits_q.shape:
@@ -75,7 +75,7 @@ def categorical_kl(logits_p: jax.Array, logits_q: jax.Array, unimix: float = 0.0
 def categorical_entropy(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
     """Entropy -sum p log p of the mixed categorical, over the class axis: shape [...].
 
-    outs.py:228-232 (Categorical.entropy).
+    outs.py:230-234 (Categorical.entropy).
     """
     log_p = jax.nn.log_softmax(unimix_logits(logits, unimix), axis=-1)
     return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
@@ -84,7 +84,7 @@ def categorical_entropy(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
 def free_bits(x: jax.Array, nats: float = 1.0) -> jax.Array:
     """max(x, nats): below the threshold the loss is constant and passes no gradient.
 
-    arXiv:2301.04104v2 Eq. 5; rssm.py:131-133.
+    arXiv:2301.04104v2 Eq. 5; rssm.py:127-129.
     """
     if nats < 0:
         raise ValueError(f"free nats must be >= 0, got {nats}.")
@@ -103,7 +103,7 @@ def dyn_loss(
 ) -> jax.Array:
     """Dynamics loss max(nats, sum_S KL(sg(post) || prior)) per leading index, e.g. [B, T].
 
-    arXiv:2301.04104v2 Eq. 5 (L_dyn); rssm.py:129. Trains the prior towards the posterior only.
+    arXiv:2301.04104v2 Eq. 5 (L_dyn); rssm.py:125. Trains the prior towards the posterior only.
     """
     return free_bits(_latent_kl(sg(post_logits), prior_logits, unimix), nats)
 
@@ -113,6 +113,6 @@ def rep_loss(
 ) -> jax.Array:
     """Representation loss max(nats, sum_S KL(post || sg(prior))) per leading index, e.g. [B, T].
 
-    arXiv:2301.04104v2 Eq. 5 (L_rep); rssm.py:130. Trains the posterior (encoder) only.
+    arXiv:2301.04104v2 Eq. 5 (L_rep); rssm.py:126. Trains the posterior (encoder) only.
     """
     return free_bits(_latent_kl(post_logits, sg(prior_logits), unimix), nats)

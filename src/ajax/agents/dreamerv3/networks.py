@@ -7,7 +7,8 @@ danijar/dreamerv3@e3f0224 dreamerv3/rssm.py:16-176 (RSSM) and embodied/jax/nets.
 The recurrent core is not a flax GRUCell: the reset gate scales the whole candidate, the update
 gate has a -1 bias, the weights are block-diagonal over ``blocks`` groups of the deterministic
 state, and a normalised hidden layer sits in front of the gates. The blocks talk to each other
-only through the shared input x0 = SiLU(RMS(Linear(deter))).
+through the shared input x0 = SiLU(RMS(Linear(deter))) and, by one scalar, through the hidden
+layer's RMSNorm, which spans all D units (as in the reference; spec 000 B15 test 3 omits this).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _flat(x: jax.Array) -> jax.Array:
 def block_gru_gates(x: jax.Array, blocks: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Activated gates (reset, candidate, update), each [..., D], from the dyngru output [..., 3D].
 
-    rssm.py:161-166. Each block's output slice is laid out [r | c | u]; r = sigmoid(r),
+    rssm.py:152-157. Each block's output slice is laid out [r | c | u]; r = sigmoid(r),
     c = tanh(r * c) (the reset gate scales the whole candidate) and u = sigmoid(u - 1), so a
     zero-initialised layer keeps 1 - sigmoid(-1) = 73% of the old state.
     """
@@ -170,7 +171,7 @@ class RSSM(nn.Module):
     def core_inputs(self, deter: jax.Array, stoch: jax.Array, action: jax.Array) -> jax.Array:
         """x = [x0 | x1 | x2] [B, 3d]: SiLU(RMS(Linear)) of deter, flat stoch and a / sg(max(1, |a|)).
 
-        rssm.py:140-150. ``action`` is the embedded action [B, A] (one-hot when discrete).
+        rssm.py:135-147. ``action`` is the embedded action [B, A] (one-hot when discrete).
         """
         c = self.config
         if deter.shape[-1] != c.deter or stoch.shape[-2:] != (c.stoch, c.classes):
@@ -187,8 +188,8 @@ class RSSM(nn.Module):
     def core_recurrence(self, deter: jax.Array, x: jax.Array) -> jax.Array:
         """h' = u c + (1 - u) h from the deter state [B, D] and the shared inputs x [B, 3d].
 
-        rssm.py:151-167. Every block sees its own deter slice next to all of x, so with x fixed
-        output block k depends on deter block k only.
+        rssm.py:147-158. Every block sees its own deter slice next to all of x; with x fixed, the
+        other blocks reach block k only through the mean square of the hidden RMSNorm over all D.
         """
         g = self.config.blocks
         shared = jnp.repeat(x[..., None, :], g, axis=-2)
@@ -199,7 +200,7 @@ class RSSM(nn.Module):
         return update * cand + (1.0 - update) * deter
 
     def core(self, deter: jax.Array, stoch: jax.Array, action: jax.Array) -> jax.Array:
-        """The block-GRU core, Algorithm A: next deter [B, D] (rssm.py:139-167)."""
+        """The block-GRU core, Algorithm A: next deter [B, D] (rssm.py:135-159)."""
         return self.core_recurrence(deter, self.core_inputs(deter, stoch, action))
 
     def _logits(self, layer: nn.Module, x: jax.Array) -> jax.Array:
@@ -207,11 +208,11 @@ class RSSM(nn.Module):
         return layer(x).reshape(*x.shape[:-1], c.stoch, c.classes)
 
     def prior(self, deter: jax.Array) -> jax.Array:
-        """Prior logits [B, S, C]: [d] x img_layers MLP on deter (rssm.py:169-174)."""
+        """Prior logits [B, S, C]: [d] x img_layers MLP on deter (rssm.py:161-171)."""
         return self._logits(self.prior_logit, self.prior_mlp(deter))
 
     def posterior(self, deter: jax.Array, embed: jax.Array) -> jax.Array:
-        """Posterior logits [B, S, C]: [d] x obs_layers MLP on concat(deter, embed) (rssm.py:91-97)."""
+        """Posterior logits [B, S, C]: [d] x obs_layers MLP on concat(deter, embed) (rssm.py:82-86)."""
         x = jnp.concatenate([deter, jnp.asarray(embed, jnp.float32)], axis=-1)
         return self._logits(self.post_logit, self.post_mlp(x))
 

@@ -20,7 +20,7 @@ import optax
 def clip_by_agc_per_tensor(clip: float = 0.3, pmin: float = 1e-3) -> optax.GradientTransformation:
     """Adaptive gradient clipping per tensor: g / max(1, ||g|| / (clip max(pmin, ||p||))).
 
-    opt.py:109-124. Norms are Frobenius norms of whole leaves. This is not
+    opt.py:109-123. Norms are Frobenius norms of whole leaves. This is not
     ``optax.adaptive_grad_clip``, which clips each output unit separately (NFNets) and cannot
     express whole-tensor norms over a tree of mixed ranks. ``clip = 0`` disables the clipping, as in
     the reference. Needs ``params`` in ``update``.
@@ -71,8 +71,8 @@ def laprop_agc(
     """DreamerV3's optimiser chain: AGC -> RMS scaling -> momentum -> -lr(step).
 
     agent.py:357-379. scale_by_rms(beta2, eps outside the sqrt, bias-corrected) is the reference's
-    scale_by_rms (opt.py:127-144), and ema(beta1, debias=True) its scale_by_momentum without
-    Nesterov (opt.py:147-164). The first update is exactly zero (lr(0) = 0 while warming up).
+    scale_by_rms (opt.py:126-143), and ema(beta1, debias=True) its scale_by_momentum without
+    Nesterov (opt.py:146-164). The first update is exactly zero (lr(0) = 0 while warming up).
     """
     for name, beta in (("beta1", beta1), ("beta2", beta2)):
         if not 0.0 <= beta < 1.0:

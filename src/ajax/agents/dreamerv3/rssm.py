@@ -1,6 +1,6 @@
 """DreamerV3's observe and imagine steps and their scans (spec 000 B14, B15).
 
-Algorithms B and C of the DreamerV3 spec; danijar/dreamerv3@e3f0224 dreamerv3/rssm.py:58-123
+Algorithms B and C of the DreamerV3 spec; danijar/dreamerv3@e3f0224 dreamerv3/rssm.py:61-118
 (observe, _observe, imagine). Every function is pure: it takes the :class:`RSSM` module (its
 config) and its ``params``. The scans are time-major: sequences are [T, B, ...] and outputs
 [T, B, ...] (the reference scans axis 1 of [B, T, ...]; transpose replay batches first).
@@ -85,7 +85,7 @@ def observe_step(
     is_first: jax.Array,
     key: jax.Array,
 ) -> tuple[RSSMState, RSSMFeatures]:
-    """One posterior step, Algorithm B (rssm.py:75-94).
+    """One posterior step, Algorithm B (rssm.py:75-92).
 
     Where ``is_first [B]`` is set, deter, stoch and the previous action are zeroed before the core,
     and the embedded action is zeroed again: the one-hot of a zeroed index 0 is not zero. Then
@@ -113,7 +113,7 @@ def observe_step(
 def imagine_step(
     rssm: RSSM, params, carry: RSSMState, action: jax.Array, key: jax.Array
 ) -> tuple[RSSMState, RSSMFeatures]:
-    """One prior step, Algorithm C (rssm.py:98-108): deter' = core(carry, a), stoch' ~ prior(deter')."""
+    """One prior step, Algorithm C (rssm.py:96-106): deter' = core(carry, a), stoch' ~ prior(deter')."""
     action = embed_action(action, rssm.config)
     deter = _apply(rssm, params, RSSM.core, carry.deter, carry.stoch, action)
     logits = _apply(rssm, params, RSSM.prior, deter)
@@ -134,7 +134,7 @@ def observe(
 ) -> tuple[RSSMState, RSSMFeatures]:
     """:func:`observe_step` scanned over time: inputs [T, B, ...], features [T, B, ...].
 
-    rssm.py:58-73. ``prev_action[t]`` is the action taken before observation t. Returns the final
+    rssm.py:61-73. ``prev_action[t]`` is the action taken before observation t. Returns the final
     carry and the per-step posterior features.
     """
     length = embed.shape[0]
@@ -152,7 +152,7 @@ def observe(
 def imagine(
     rssm: RSSM, params, carry: RSSMState, policy: Policy, length: int, key: jax.Array
 ) -> tuple[RSSMState, RSSMFeatures, jax.Array]:
-    """``length`` prior steps driven by ``policy(key, sg(state)) -> action`` (rssm.py:96-123).
+    """``length`` prior steps driven by ``policy(key, sg(state)) -> action`` (rssm.py:94-118).
 
     The policy sees the stop-gradiented state, so actor gradients do not flow into the world model
     through its input; the dynamics still pass gradients along the carry. Returns the final carry,
@@ -174,7 +174,7 @@ def imagine(
 def imagine_actions(
     rssm: RSSM, params, carry: RSSMState, actions: jax.Array, key: jax.Array
 ) -> tuple[RSSMState, RSSMFeatures]:
-    """Prior steps along given actions [H, B, ...] (open-loop prediction; rssm.py:116-119)."""
+    """Prior steps along given actions [H, B, ...] (open-loop prediction; rssm.py:112-114)."""
 
     def step(state, inputs):
         action, k = inputs

@@ -8,9 +8,16 @@
 - :mod:`.policy`: the tanh-Gaussian policy prior and its HEAD and paper-era log-probabilities.
 - :mod:`.planner`: MPPI with explicit noise (PlanNoise), jit- and vmap-able over environments.
 - :mod:`.optim`: the world model's grouped Adam after one global clip, and the policy's Adam.
+- :mod:`.losses`, :mod:`.update`: the losses, the TD target and one full update with explicit
+  noise (UpdateNoise).
+- :mod:`.act`, :mod:`.agent`: planning with per-env planner state, and the jitted training loop.
+
+The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuous actions only.
 """
 
-from ajax.agents.tdmpc2.config import PlannerConfig, TDMPC2Config
+from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
+from ajax.agents.tdmpc2.agent import make_loop
+from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
 from ajax.agents.tdmpc2.networks import (
     MLP,
@@ -40,9 +47,69 @@ from ajax.agents.tdmpc2.policy import (
     sample_squashed,
     tanh_squash_logdet,
 )
+from ajax.agents.tdmpc2.update import (
+    TDMPC2State,
+    UpdateNoise,
+    draw_update_noise,
+    update_with_noise,
+)
+from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+
+
+class TDMPC2(Algorithm):
+    """TD-MPC2 (world model + MPPI planning) on continuous action spaces, JAX envs only.
+
+    ``TDMPC2("Pendulum-v1", TDMPC2Config.preset(1)).train(seed, total_steps, n_seeds)``; the
+    whole run (env, planning, updates, evaluation) is one jitted scan, vmapped over seeds.
+    """
+
+    name = "tdmpc2"
+    config_cls = TDMPC2Config
+    continuous = True
+    discrete = False
+
+    def make_chunks(self, total_steps: int) -> Chunks:
+        if not self.is_jax:
+            raise ValueError(
+                f"tdmpc2 runs on JAX environments only; {self.env_id!r} is a host env. "
+                "Pick a gymnax/brax/playground env (e.g. Pendulum-v1)."
+            )
+        loop = make_loop(self.config, self.env, self.eval_env, total_steps)
+        n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
+        return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        raise ValueError(
+            f"tdmpc2 has no host-env loop yet; {self.env_id!r} is a host env. "
+            "Pick a JAX env (gymnax, brax, playground), e.g. Pendulum-v1."
+        )
+
+    def agent_act(self):
+        """``act(state, obs, key, deterministic) -> action`` from a :class:`LoopState`; plans
+        from the episode's first step (t0) every call."""
+        loop = make_loop(self.config, self.env, self.eval_env, 1)
+
+        def act(state, obs, key, deterministic):
+            horizon, action_dim = self.config.planner.horizon, self.env.spec.action_dim
+            planner = ActState.create(obs.shape[0], horizon, action_dim)
+            return loop.act(state.learner, planner, obs, key, deterministic)[0]
+
+        return act
+
 
 __all__ = [
     "MLP",
+    "TDMPC2",
+    "ActNoise",
+    "ActState",
+    "Architecture",
+    "TDMPC2State",
+    "UpdateNoise",
+    "ValueNoise",
+    "draw_act_noise",
+    "draw_update_noise",
+    "make_loop",
+    "update_with_noise",
     "Ensemble",
     "PlanNoise",
     "PlanResult",

@@ -82,6 +82,17 @@ class PlannerConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class Architecture:
+    """Network widths of one model size (MODEL_SIZE row); see :attr:`TDMPC2Config.arch`."""
+
+    enc_dim: int
+    mlp_dim: int
+    latent_dim: int
+    num_enc_layers: int
+    num_q: int
+
+
+@dataclasses.dataclass(frozen=True)
 class TDMPC2Config:
     """TD-MPC2's configuration for state observations (single task).
 
@@ -89,9 +100,12 @@ class TDMPC2Config:
     with :meth:`preset`; the plain constructor is the yaml default (the 5M model).
 
     Attributes:
-        enc_dim, mlp_dim, latent_dim: widths of the encoder, of every other MLP and of the latent.
+        model_size: the paper's model size in M parameters (1, 5, 19, 48, 317); it sets the
+            widths below unless they are given. Read the widths in use from :attr:`arch`.
+        enc_dim, mlp_dim, latent_dim: widths of the encoder, of every other MLP and of the latent
+            (None: from model_size).
         num_enc_layers: the state encoder has max(num_enc_layers - 1, 1) hidden layers.
-        num_q: Q-ensemble size (random pairs need >= 2).
+        num_q: Q-ensemble size (random pairs need >= 2; None: 5, or the size's own).
         simnorm_dim: SimNorm group size V; latent_dim must be a multiple.
         num_bins, vmin, vmax: two-hot bins of the reward and Q heads, in symlog space.
         log_std_min, log_std_max: bounds of the policy's log std.
@@ -104,13 +118,24 @@ class TDMPC2Config:
         consistency_coef, reward_coef, value_coef, entropy_coef: loss weights.
         discount_denom, discount_min, discount_max: the discount heuristic, see :meth:`discount`.
         batch_size: sampled subsequences per update.
+        episodic: learn a termination head and treat termination as absorbing in the TD target
+            and in planning (HEAD's ``episodic``); off in the paper.
+        termination_coef: weight of the termination loss (episodic only).
+        n_envs: environments stepped in lockstep; n_envs updates per vector step (UTD 1).
+        action_repeat: env steps per agent step (rewards summed).
+        seed_steps: agent steps of uniform random actions before learning, then as many
+            pretraining updates; None gives max(1000, 5 T).
+        buffer_size: replay capacity in transitions (all envs together).
+        eval_freq: agent steps (all envs) between evaluations, the length of one chunk.
+        eval_episodes: planned episodes (eval mode) per evaluation.
     """
 
-    enc_dim: int = 256
-    mlp_dim: int = 512
-    latent_dim: int = 512
-    num_enc_layers: int = 2
-    num_q: int = 5
+    model_size: int = 5
+    enc_dim: int | None = None
+    mlp_dim: int | None = None
+    latent_dim: int | None = None
+    num_enc_layers: int | None = None
+    num_q: int | None = None
     simnorm_dim: int = 8
     num_bins: int = 101
     vmin: float = -10.0
@@ -132,18 +157,41 @@ class TDMPC2Config:
     discount_min: float = 0.95
     discount_max: float = 0.995
     batch_size: int = 256
+    episodic: bool = False
+    termination_coef: float = 1.0
+    n_envs: int = 1
+    action_repeat: int = 1
+    seed_steps: int | None = None
+    buffer_size: int = 1_000_000
+    eval_freq: int = 2_000
+    eval_episodes: int = 10
 
     def __post_init__(self):
-        for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers", "simnorm_dim"):
-            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        if isinstance(self.planner, dict):  # a config read back from run.json
+            object.__setattr__(self, "planner", PlannerConfig(**self.planner))
         _require(
-            self.latent_dim % self.simnorm_dim == 0,
-            f"latent_dim ({self.latent_dim}) must be a multiple of simnorm_dim "
+            self.model_size in _MODEL_SIZES,
+            f"unknown TD-MPC2 model size {self.model_size!r}; valid sizes: {sorted(_MODEL_SIZES)}",
+        )
+        arch = self.arch
+        for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers"):
+            _require(getattr(arch, name) >= 1, f"{name} must be >= 1, got {getattr(arch, name)}")
+        _require(self.simnorm_dim >= 1, f"simnorm_dim must be >= 1, got {self.simnorm_dim}")
+        _require(
+            arch.latent_dim % self.simnorm_dim == 0,
+            f"latent_dim ({arch.latent_dim}) must be a multiple of simnorm_dim "
             f"({self.simnorm_dim}): SimNorm splits the latent into groups of that size",
         )
         _require(
-            self.num_q >= 2, f"num_q must be >= 2 (Q reductions draw a pair), got {self.num_q}"
+            arch.num_q >= 2, f"num_q must be >= 2 (Q reductions draw a pair), got {arch.num_q}"
         )
+        for name in ("n_envs", "action_repeat", "buffer_size", "eval_freq", "eval_episodes"):
+            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        _require(
+            self.seed_steps is None or self.seed_steps >= 1,
+            f"seed_steps must be >= 1 or None (max(1000, 5 T)), got {self.seed_steps}",
+        )
+        _require(self.termination_coef >= 0, "termination_coef must be >= 0")
         _require(
             self.vmin == -self.vmax,
             f"two-hot range must be symmetric (vmin == -vmax), got [{self.vmin}, {self.vmax}]",
@@ -174,7 +222,21 @@ class TDMPC2Config:
             raise ValueError(
                 f"unknown TD-MPC2 model size {size!r}; valid sizes: {sorted(_MODEL_SIZES)}"
             )
-        return cls(**{**_MODEL_SIZES[size], **overrides})
+        return cls(model_size=size, **overrides)
+
+    @property
+    def arch(self) -> Architecture:
+        """The widths in use: ``model_size``'s row of MODEL_SIZE, with any width field set here
+        (not None) taking precedence. Computed on access, never stored."""
+        row = {"num_q": 5, **_MODEL_SIZES[self.model_size]}
+        given = {k: getattr(self, k) for k in row if getattr(self, k) is not None}
+        return Architecture(**{**row, **given})
+
+    def seed_steps_for(self, episode_length: int) -> int:
+        """Env steps of uniform random actions: ``seed_steps`` or max(1000, 5 T) (config.yaml)."""
+        if self.seed_steps is not None:
+            return self.seed_steps
+        return max(1000, 5 * episode_length)
 
     def two_hot(self) -> TwoHot:
         """The reward and Q heads' two-hot: num_bins bins on [vmin, vmax] in symlog space."""

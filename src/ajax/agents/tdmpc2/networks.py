@@ -9,7 +9,8 @@ concatenation of probability vectors. Kernels are N(0, 0.02^2), biases 0, and th
 the reward head and of every Q member are zero (world_model.py:30-32).
 
 Single task only: no task embedding and no action masks (the multi-task variant concatenates a
-96-dim task embedding to every input). No termination head (HEAD's ``episodic`` option).
+96-dim task embedding to every input). The termination head (HEAD's ``episodic`` option) is
+built only when ``cfg.episodic``.
 """
 
 from __future__ import annotations
@@ -80,20 +81,22 @@ class WorldModel(nn.Module):
     action_dim: int
 
     def setup(self):
-        cfg = self.cfg
+        cfg, arch = self.cfg, self.cfg.arch
         if self.action_dim < 1:
             raise ValueError(f"action_dim must be >= 1, got {self.action_dim}")
-        enc_layers = max(cfg.num_enc_layers - 1, 1)
+        enc_layers = max(arch.num_enc_layers - 1, 1)
         self._encoder = MLP(
-            enc_layers, cfg.enc_dim, cfg.latent_dim, simnorm_dim=cfg.simnorm_dim, name="encoder"
+            enc_layers, arch.enc_dim, arch.latent_dim, simnorm_dim=cfg.simnorm_dim, name="encoder"
         )
         self._dynamics = MLP(
-            2, cfg.mlp_dim, cfg.latent_dim, simnorm_dim=cfg.simnorm_dim, name="dynamics"
+            2, arch.mlp_dim, arch.latent_dim, simnorm_dim=cfg.simnorm_dim, name="dynamics"
         )
-        self._reward = MLP(2, cfg.mlp_dim, cfg.num_bins, out_scale=0.0, name="reward")
-        self._pi = MLP(2, cfg.mlp_dim, 2 * self.action_dim, name="pi")
-        member = MLP(2, cfg.mlp_dim, cfg.num_bins, out_scale=0.0, dropout=cfg.dropout, parent=None)
-        self._Qs = Ensemble(member=member, num=cfg.num_q, name="Qs")
+        self._reward = MLP(2, arch.mlp_dim, cfg.num_bins, out_scale=0.0, name="reward")
+        self._pi = MLP(2, arch.mlp_dim, 2 * self.action_dim, name="pi")
+        member = MLP(2, arch.mlp_dim, cfg.num_bins, out_scale=0.0, dropout=cfg.dropout, parent=None)
+        self._Qs = Ensemble(member=member, num=arch.num_q, name="Qs")
+        if cfg.episodic:  # HEAD world_model.py: mlp(latent, 2 * [mlp_dim], 1), not zeroed
+            self._termination = MLP(2, arch.mlp_dim, 1, name="termination")
 
     def _check_action(self, z: jax.Array, a: jax.Array) -> None:
         if a.shape[-1] != self.action_dim or a.shape[:-1] != z.shape[:-1]:
@@ -136,16 +139,29 @@ class WorldModel(nn.Module):
         self._check_action(z, a)
         return self._Qs(jnp.concatenate([z, a], axis=-1), deterministic=deterministic)
 
+    def termination(self, z: jax.Array) -> jax.Array:
+        """Termination logit [...] of arriving at latent z (HEAD ``episodic``; cfg.episodic only).
+
+        Train it with :func:`ajax.distributional.bernoulli_loss` on hard 0/1 labels; planning
+        treats sigmoid(logit) > 0.5 as an absorbing termination.
+        """
+        if not self.cfg.episodic:
+            raise ValueError("the termination head exists only with TDMPC2Config(episodic=True)")
+        return self._termination(z)[..., 0]
+
     def __call__(self, obs: jax.Array, a: jax.Array) -> dict[str, jax.Array]:
         """Every component once (for ``init``): z, next z, reward and Q logits, policy mean."""
         z = self.encode(obs)
-        return dict(
+        out = dict(
             z=z,
             next=self.next(z, a),
             reward=self.reward(z, a),
             pi=self.pi(z).mean,
             Q=self.Q(z, a, deterministic=True),
         )
+        if self.cfg.episodic:
+            out["termination"] = self.termination(z)
+        return out
 
 
 def param_counts(params: dict) -> dict[str, int]:
@@ -158,7 +174,8 @@ def param_counts(params: dict) -> dict[str, int]:
     missing = [c for c in COMPONENTS if c not in params]
     if missing:
         raise ValueError(f"not WorldModel params: missing {missing}; found {sorted(params)}")
-    counts = {c: sum(leaf.size for leaf in jax.tree.leaves(params[c])) for c in COMPONENTS}
+    present = COMPONENTS + (("termination",) if "termination" in params else ())
+    counts = {c: sum(leaf.size for leaf in jax.tree.leaves(params[c])) for c in present}
     counts["total"] = sum(counts.values())
     return counts
 

@@ -1,0 +1,134 @@
+"""The ``ajax`` command line: train / resume / eval / envs / agents, and its error reporting."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ajax.cli import main
+
+# A tiny SAC run on Pendulum-v1: 2 chunks of 100 env steps, a checkpoint after each.
+TINY_SAC = [
+    "--hidden", "16", "--batch-size", "32", "--learning-starts", "32", "--buffer-size", "256",
+    "--eval-freq", "100", "--eval-episodes", "1", "--checkpoint-every", "1", "--no-progress",
+]  # fmt: skip
+
+
+def _error(capsys, argv) -> str:
+    """Run ``ajax argv``; assert exit status 2 and one ``ajax: error:`` line; return it."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ajax: error: "), err
+    return err[0]
+
+
+def test_train_resume_eval_and_overwrite(tmp_path, capsys):
+    """``ajax train`` writes metrics.jsonl, summary.json, curve.png and checkpoints/; a run
+    stopped after its first chunk resumes to the end; ``ajax eval`` scores the newest checkpoint;
+    --out holding a run is refused without --overwrite and replaced with it."""
+    out = tmp_path / "run"
+    argv = ["train", "sac", "--env", "Pendulum-v1", "--steps", "200", "--out", str(out)]
+    assert main(argv + TINY_SAC) == 0
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [100, 200]
+    for r in lines:
+        assert {"step", "eval_return", "train_return", "wall_time_s"} <= set(r)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agent"] == "sac" and summary["env"] == "Pendulum-v1"
+    assert summary["steps"] == 200 and summary["seeds"] == [0]
+    assert summary["final_eval_returns"] == [lines[-1]["eval_return"]]
+    assert summary["final_eval_return"] == pytest.approx(lines[-1]["eval_return"])
+    for key in ("wall_time_s", "env_steps_per_s"):
+        assert summary[key] > 0
+    assert (out / "curve.png").stat().st_size > 0
+    assert sorted(p.name for p in (out / "checkpoints").iterdir() if p.name.isdigit()) == ["1", "2"]
+
+    # Simulate a stop after chunk 1: its checkpoint is the newest, the second line never written.
+    shutil.rmtree(out / "checkpoints" / "2")
+    (out / "metrics.jsonl").write_text(json.dumps(lines[0]) + "\n")
+    (out / "summary.json").unlink()
+    assert main(["resume", str(out)]) == 0
+    resumed = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in resumed] == [100, 200]
+    assert resumed[-1]["eval_return"] == pytest.approx(lines[-1]["eval_return"], rel=1e-5)
+    assert json.loads((out / "summary.json").read_text())["steps"] == 200
+
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    assert "eval return over 2 episodes" in capsys.readouterr().out
+
+    message = _error(capsys, argv + TINY_SAC)
+    assert "already holds a run" in message and "--overwrite" in message
+    assert main(argv[:5] + ["100"] + argv[6:] + TINY_SAC + ["--overwrite"]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 100
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "dqn", "--env", "Pendulum-v1"], "unknown agent 'dqn'"),
+        (["train", "sac", "--env", "Pendulum-v2"], "did you mean 'Pendulum-v1'"),
+        (["train", "sac", "--env", "CartPole-v1"], "needs a continuous action space"),
+        (["train", "td3", "--env", "CartPole-v1"], "needs a continuous action space"),
+        (["train", "sac", "--steps", "0"], "--steps must be a positive"),
+        (["train", "sac", "--steps", "-5"], "--steps must be a positive"),
+        (["train", "sac", "--not-a-field", "1"], "valid config fields: --batch-size"),
+        (["train", "sac", "--tau", "2.0"], "tau must be in (0, 1]"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["eval"], "usage: ajax eval DIR"),
+    ],
+    ids=[
+        "agent", "env", "sac-discrete", "td3-discrete", "zero-steps", "negative-steps",
+        "config-field", "config-value", "command", "eval-usage",
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):
+    assert expected in _error(capsys, argv)
+
+
+def test_unknown_config_field_lists_valid_fields(capsys):
+    message = _error(capsys, ["train", "sac", "--not-a-field", "1"])
+    for field in ("--learning-rate", "--tau", "--hidden", "--gradient-steps"):
+        assert field in message
+
+
+def test_resume_and_eval_need_a_run_dir(tmp_path, capsys):
+    assert "not a run directory" in _error(capsys, ["resume", str(tmp_path)])
+    assert "not a run directory" in _error(capsys, ["eval", str(tmp_path)])
+
+
+def test_agents_and_envs_listings(capsys):
+    assert main(["agents"]) == 0
+    agents = capsys.readouterr().out
+    for name in ("sac", "td3", "ppo"):
+        assert name in agents
+    assert main(["envs"]) == 0
+    envs = capsys.readouterr().out
+    for env_id in ("Pendulum-v1", "CartPole-v1", "CartpoleSwingup"):
+        assert env_id in envs
+
+
+def test_python_dash_m_ajax_subprocess():
+    """``python -m ajax``: listing works; bad input exits 2 with one error line."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    ok = subprocess.run(
+        [sys.executable, "-m", "ajax", "agents"], capture_output=True, text=True, env=env
+    )
+    assert ok.returncode == 0 and "sac" in ok.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "ajax", "train", "sac", "--env", "CartPole-v1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent,
+    )
+    assert bad.returncode == 2
+    errors = [ln for ln in bad.stderr.splitlines() if ln.startswith("ajax: error:")]
+    assert len(errors) == 1 and "continuous" in errors[0]
