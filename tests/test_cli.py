@@ -28,6 +28,7 @@ def _error(capsys, argv) -> str:
     return err[0]
 
 
+@pytest.mark.slow  # ~120 CPU s: four compiled runs (train, resume, eval, overwrite)
 def test_train_resume_eval_and_overwrite(tmp_path, capsys):
     """``ajax train`` writes metrics.jsonl, summary.json, curve.png and checkpoints/; a run
     stopped after its first chunk resumes to the end; ``ajax eval`` scores the newest checkpoint;

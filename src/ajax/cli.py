@@ -186,12 +186,10 @@ def cmd_eval(argv: list[str]) -> int:
 
 
 def cmd_envs(argv: list[str]) -> int:
-    from ajax.environments import list_envs
+    from ajax.environments import format_env_listing, list_envs
 
-    for family, info in list_envs().items():
-        status = "available" if info["available"] else f"unavailable ({info.get('reason', '')})"
-        print(f"{family} [{status}]")
-        print("  " + ", ".join(info["ids"]))
+    # the environments package owns the listing's format (blocked ids, availability reasons)
+    print(format_env_listing(list_envs()))
     return 0
 
 

@@ -1,5 +1,6 @@
 """A scripted simulator: hand-made trajectories for the wrapper and PID tests."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -51,3 +52,19 @@ def scripted_env(obs, rewards=None, terminal=None, max_steps=None, low=-1.0, hig
 @pytest.fixture
 def make_scripted():
     return scripted_env
+
+
+def avals(tree):
+    """Shape, dtype and weak type of every leaf: what decides whether ``jit`` retraces."""
+    return [(x.shape, x.dtype, getattr(x, "weak_type", False)) for x in jax.tree.leaves(tree)]
+
+
+@pytest.fixture
+def same_avals():
+    """Assert two TimeSteps (e.g. reset's and step's) would hit the same jit cache entry."""
+
+    def check(a, b):
+        assert jax.tree.structure(a) == jax.tree.structure(b)
+        assert avals(a) == avals(b)
+
+    return check

@@ -4,6 +4,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from ajax.environments import (
@@ -26,7 +27,7 @@ KEY = jax.random.key(0)
     "env_id, obs_dim, space",
     [("Pendulum-v1", 3, Box((-2.0,), (2.0,))), ("CartPole-v1", 4, Discrete(2))],
 )
-def test_gymnax_reset_step_shapes_and_dtypes(env_id, obs_dim, space):
+def test_gymnax_reset_step_shapes_and_dtypes(env_id, obs_dim, space, same_avals):
     env = make_env(env_id)
     assert is_jax_env(env) and env.is_jax
     spec = env.spec
@@ -42,8 +43,49 @@ def test_gymnax_reset_step_shapes_and_dtypes(env_id, obs_dim, space):
         assert t.final_obs.shape == (obs_dim,) and t.final_obs.dtype == jnp.float32
         assert t.reward.shape == () and t.reward.dtype == jnp.float32
         assert t.terminated.dtype == jnp.bool_ and t.truncated.dtype == jnp.bool_
-    # Same info keys after reset and step, so TimeSteps can be a scan carry.
-    assert jax.tree.structure(ts) == jax.tree.structure(nxt)
+    # Same keys and types after reset and step: a scan carry, and no second jit trace.
+    same_avals(ts, nxt)
+
+
+@pytest.mark.parametrize("env_id", ["Pendulum-v1", "CartPole-v1"])
+def test_gymnax_trajectory_equals_gymnax_step(env_id):
+    """Ajax's time limit and auto-reset reproduce gymnax 1.0.1's own ``step`` exactly (same key
+    split), except that a terminal state on the last step is only ``terminated`` here."""
+    import gymnax
+
+    genv, params = gymnax.make(env_id)
+    env = make_env(env_id, episode_stats=False)
+    steps = 230 if env_id == "Pendulum-v1" else 120
+    if env_id == "Pendulum-v1":
+        actions = jax.random.uniform(KEY, (steps, 1), minval=-2, maxval=2)
+    else:
+        actions = jax.random.bernoulli(KEY, 0.5, (steps,)).astype(jnp.int32)
+    keys = jax.random.split(jax.random.key(1), steps)
+
+    @jax.jit
+    def both():
+        ts = env.reset(KEY)
+        _, gstate = genv.reset(KEY, params)
+
+        def body(carry, xs):
+            ts, gstate = carry
+            k, a = xs
+            ts = env.step(k, ts.state, a)
+            gobs, gstate, r, term, trunc, info = genv.step(k, gstate, a, params)
+            ref = (gobs, r, term, trunc & ~term, info["final_observation"])
+            return (ts, gstate), (
+                (ts.obs, ts.reward, ts.terminated, ts.truncated, ts.final_obs),
+                ref,
+            )
+
+        return jax.lax.scan(body, (ts, gstate), (keys, actions))[1]
+
+    ours, ref = both()
+    for name, a, b in zip(
+        ("obs", "reward", "terminated", "truncated", "final_obs"), ours, ref, strict=True
+    ):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=name)
+    assert np.asarray(ours[2] | ours[3]).any()  # the comparison crossed an auto-reset
 
 
 def test_unknown_id_suggests_closest_and_lists_families():

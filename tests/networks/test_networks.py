@@ -44,8 +44,7 @@ ENV = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True)
 
 
 def rngs(seed=0):
-    k1, k2 = jax.random.split(jax.random.key(seed))
-    return {"params": k1, "dropout": k2}
+    return {"params": jax.random.key(seed), "dropout": jax.random.key(seed + 1)}
 
 
 # On CPU nearly all the time goes to compiling; a test compiles one program (jax.jit) rather
@@ -56,6 +55,17 @@ def rngs(seed=0):
 def jinit(module, *args):
     """``module.init`` compiled whole."""
     return jax.jit(module.init)(rngs(), *args)
+
+
+def numpy_variables(module, *args, seed=0):
+    """Variables of ``module``'s structure drawn by numpy (no initializer to compile)."""
+    rng = np.random.default_rng(seed)
+    shapes = jax.eval_shape(module.init, rngs(), *args)
+    return jax.tree.map(lambda s: jnp.asarray(rng.normal(0, 0.5, s.shape), s.dtype), shapes)
+
+
+def normal(*shape, seed=1):
+    return jnp.asarray(np.random.default_rng(seed).normal(size=shape), jnp.float32)
 
 
 def build(net, env=ENV, **kwargs):
@@ -98,15 +108,14 @@ def test_multicritic_members_have_distinct_parameters(sac):
     assert not np.allclose(values[0], values[1])
 
 
-def test_multicritic_members_draw_their_own_dropout_mask():
+def test_multicritic_members_draw_their_own_dropout_mask(sac):
     """With identical member parameters and inputs, only the dropout masks can differ."""
-    ens = MultiCritic(Critic(ARCH, dropout=0.5), num=2)
+    ens = MultiCritic(Critic(ARCH, dropout=0.5), num=2)  # dropout adds no parameter
     x = jnp.ones((4, 5))
+    same = jax.tree.map(lambda p: jnp.broadcast_to(p[:1], p.shape), sac[1].params)
 
     @jax.jit
     def outputs():
-        params = ens.init(rngs(), x)["params"]
-        same = jax.tree.map(lambda p: jnp.broadcast_to(p[:1], p.shape), params)
         noisy = ens.apply({"params": same}, x, deterministic=False, rngs={"dropout": KEY})
         return ens.apply({"params": same}, x), noisy
 
@@ -128,7 +137,7 @@ def test_critic_dropout_follows_every_hidden_dense():
         leaves = jax.tree_util.tree_leaves_with_path(inter["intermediates"])
         return [v for path, v in leaves if "Dropout" in jax.tree_util.keystr(path)]
 
-    drops = jax.jit(dropout_outputs)(jinit(critic, x))
+    drops = jax.jit(dropout_outputs)(numpy_variables(critic, x))
     # Rate 0.9: most features are exact zeros, after each of the two Dense layers.
     assert len(drops) == 2 and all(float((d == 0).mean()) > 0.5 for d in drops)
 
@@ -146,7 +155,7 @@ def test_critic_quantiles_and_encoder_shapes():
             Critic(ARCH, n_quantiles=5).apply(member0, x, method="apply_encoder"),
         )
 
-    q, v, feats, feats0 = jax.jit(outputs)(jinit(ens, x))
+    q, v, feats, feats0 = jax.jit(outputs)(numpy_variables(ens, x))
     assert q.shape == (2, 7, 5) and v.shape == (2, 7, 1) and feats.shape == (2, 7, 8)
     np.testing.assert_allclose(v, q.mean(-1, keepdims=True), rtol=1e-6)
     np.testing.assert_allclose(feats0, feats[0], rtol=1e-6)
@@ -183,14 +192,14 @@ def test_reference_cnn_boundary_35_36():
 def test_cnn_encoder_joins_extra_dims_after_convs():
     spec = CNNSpec(features=(4,), kernel_sizes=(3,), strides=(1,), projection=6)
     enc = CNNEncoder((5, 5, 2), spec)
-    img = jax.random.normal(KEY, (3, 50))
+    img = normal(3, 50)
     extra = jnp.array([[1.0, -2.0], [3.0, 4.0], [0.5, 0.0]])
     x = jnp.concatenate([img, extra], -1)
 
     def outputs(params):
         return enc.apply(params, x), enc.apply(params, img)
 
-    params = jinit(enc, x)
+    params = numpy_variables(enc, x)
     out, img_only = jax.jit(outputs)(params)
     assert out.shape == (3, 8) and params["params"]["Conv_0"]["kernel"].shape == (3, 3, 2, 4)
     np.testing.assert_array_equal(out[:, 6:], extra)
@@ -267,7 +276,7 @@ def test_actor_continuous_normal_with_clipped_log_std():
 
 def test_actor_state_independent_log_std(ppo):
     actor, _ = ppo
-    obs = jax.random.normal(KEY, (4, 3))
+    obs = normal(4, 3)
     params = jax.tree.map(jnp.copy, actor.params)
     params["log_std"] = jnp.array([-0.5, 0.25])
     std = jax.jit(lambda p: actor.apply_fn({"params": p}, obs).stddev())(params)
@@ -285,7 +294,7 @@ def test_actor_discrete_categorical():
 def test_squashed_shares_the_actor_parameters(sac):
     squashed, _ = sac
     actor = Actor(2, True, ARCH, log_std_init=1.0)
-    obs = jax.random.normal(KEY, (64, 3))
+    obs = normal(64, 3)
 
     @jax.jit
     def outputs():
@@ -308,7 +317,7 @@ def test_squashed_shares_the_actor_parameters(sac):
 
 def test_get_initialized_actor_critic_sac_like(sac):
     actor, critic = sac
-    obs = jax.random.normal(KEY, (6, 3))
+    obs = normal(6, 3)
     assert isinstance(jax.eval_shape(lambda: actor.apply_fn({"params": actor.params}, obs)), Squash)
     assert set(actor.params) == {"torso", "mean", "log_std"}  # Squashed adds no scope
 
@@ -362,7 +371,10 @@ def test_get_initialized_actor_critic_discrete_and_extra_dims():
 def test_get_initialized_actor_critic_pid_actor():
     policy = PIDPolicy(n_errors=1)
     net = NetworkConfig(actor_architecture=policy, critic_architecture=ARCH, log_std_init=-1.0)
-    actor, _ = build(net, continuous=True, action_value=True, squash=True, num_critics=2)
+    # The critic is dead code here: XLA drops its initialisation before compiling it.
+    actor = jax.jit(
+        lambda k: get_initialized_actor_critic(k, ENV, OPT, OPT, net, True, True, True, 2)[0]
+    )(KEY)
     bare = jax.eval_shape(PIDActor(policy, 2).init, KEY, jnp.ones((1, 3)))
     assert jax.tree.structure(actor.params) == jax.tree.structure(bare["params"])
     np.testing.assert_array_equal(actor.params["law"]["gains"], 0.0)
@@ -380,13 +392,15 @@ def test_get_initialized_actor_critic_pid_actor():
 
 def test_get_initialized_critic_is_a_feedforward_q_ensemble():
     net = NetworkConfig(critic_architecture=ARCH, memory=MemoryConfig("gru", hidden_size=4))
-    critic = get_initialized_critic(KEY, ENV, OPT, net, num_critics=2)  # eager, as a user calls it
-    assert critic.hidden_state is None and leaves_equal(critic.params, critic.target_params)
-    for target, online in zip(jax.tree.leaves(critic.target_params),
-                              jax.tree.leaves(critic.params), strict=True):  # fmt: skip
-        # A copy, not an alias of the online buffers: the state can be donated to a jit.
-        assert target.unsafe_buffer_pointer() != online.unsafe_buffer_pointer()
-    assert jax.eval_shape(predict_value, critic, critic.params, jnp.ones((2, 5))).shape == (2, 2, 1)
+
+    def critic_and_values():
+        critic = get_initialized_critic(KEY, ENV, OPT, net, num_critics=2)
+        return critic, predict_value(critic, critic.params, jnp.ones((2, 5)))
+
+    critic, values = jax.eval_shape(critic_and_values)
+    assert critic.hidden_state is None and "cell" not in critic.params["critic"]
+    assert jax.tree.structure(critic.target_params) == jax.tree.structure(critic.params)
+    assert values.shape == (2, 2, 1)
 
 
 def test_init_network_carry_stacks_members():
@@ -404,32 +418,59 @@ def test_recurrent_actor_critic_gru_sequence():
     memory = MemoryConfig("gru", hidden_size=4)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH, memory=memory)
     env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=2)
-    actor, critic = build(net, env, continuous=True, action_value=True, squash=True, num_critics=2)
-    assert jax.tree.leaves(actor.hidden_state)[0].shape == (2, 4)
-    assert jax.tree.leaves(critic.hidden_state)[0].shape == (2, 2, 4)
+    T, B = 5, 2
+    obs = normal(T, B, 3)
+    resets = jnp.zeros((T, B), bool).at[3, 0].set(True)
+
+    # Traced, not compiled (a recurrent ensemble's init is the slowest program here to
+    # compile); the values below read parameters drawn by numpy.
+    actor, critic = jax.eval_shape(
+        lambda: get_initialized_actor_critic(
+            KEY, env, OPT, OPT, net, continuous=True, action_value=True, squash=True, num_critics=2
+        )
+    )
+    assert jax.tree.leaves(actor.hidden_state)[0].shape == (B, 4)
+    assert jax.tree.leaves(critic.hidden_state)[0].shape == (2, B, 4)
     # The current action enters at the head, after the memory (query_dim).
     assert critic.params["critic"]["head"]["kernel"].shape == (2, 4 + 2, 1)
-    T, B = 5, 2
-    k1, k2 = jax.random.split(KEY)
-    obs = jax.random.normal(k1, (T, B, 3))
-    resets = jnp.zeros((T, B), bool).at[3, 0].set(True)
+    rng = np.random.default_rng(0)
+
+    def draw(s):
+        return jnp.asarray(rng.normal(0, 0.5, s.shape), s.dtype)
+
+    def zeros(s):
+        return jnp.zeros(s.shape, s.dtype)
+
+    actor = actor.replace(params=jax.tree.map(draw, actor.params))
+    critic = critic.replace(
+        params=jax.tree.map(draw, critic.params),
+        hidden_state=jax.tree.map(zeros, critic.hidden_state),
+    )
+
+    @jax.jit
+    def act(obs, resets):
+        """Critic inputs (obs, previous action, action) from the recurrent actor."""
+        carry = jax.tree.map(zeros, actor.hidden_state)
+        pi, carry = actor.apply_fn({"params": actor.params}, obs, carry, resets)
+        action = pi.sample(seed=KEY)
+        prev = jnp.concatenate([jnp.zeros((1, B, 2)), action[:-1]])
+        return action_value_input(obs, action, prev), carry
+
+    x, actor_carry = act(obs, resets)
+    assert x.shape == (T, B, 3 + 2 + 2) and jax.tree.leaves(actor_carry)[0].shape == (B, 4)
 
     @jax.jit
     def values_of(x, resets, h):
         return predict_value_sequence(critic, critic.params, x, resets, h)
 
-    @jax.jit
-    def act_and_quantiles(obs, resets, h):
-        pi, _ = actor.apply_fn({"params": actor.params}, obs, actor.hidden_state, resets)
-        act = pi.sample(seed=k2)
-        x = action_value_input(obs, act, jnp.concatenate([jnp.zeros((1, B, 2)), act[:-1]]))
-        return x, predict_value_sequence(critic, critic.params, x, resets, h, quantiles=True)[0]
-
-    h0 = jax.tree.map(lambda c: c + 0.1 * jnp.arange(2.0)[:, None, None], critic.hidden_state)
-    x, quantiles = act_and_quantiles(obs, resets, h0)
+    # Distinct per-member carries, so that a member reading another's would show.
+    h0 = jax.tree.map(lambda c: c + jnp.array([0.5, -0.5])[:, None, None], critic.hidden_state)
     values, final = values_of(x, resets, h0)
     assert values.shape == (2, T, B, 1) and jax.tree.leaves(final)[0].shape == (2, B, 4)
-    np.testing.assert_allclose(quantiles, values, rtol=1e-6)
+    quantiles, _ = jax.eval_shape(
+        lambda: predict_value_sequence(critic, critic.params, x, resets, h0, quantiles=True)
+    )
+    assert quantiles.shape == (2, T, B, 1)  # n_quantiles = 1
     # Stepping one step at a time gives the same values (the acting path is the T = 1 case).
     carry, steps = h0, []
     for t in range(T):
@@ -439,12 +480,12 @@ def test_recurrent_actor_critic_gru_sequence():
     for leaf_seq, leaf_step in zip(jax.tree.leaves(final), jax.tree.leaves(carry), strict=True):
         np.testing.assert_allclose(leaf_step, leaf_seq, rtol=1e-5, atol=1e-6)
     # Each member reads its own carry (mapped on axis 0, not broadcast).
-    h_swapped = jax.tree.map(lambda c: c[::-1], h0)
-    assert not np.allclose(values_of(x, resets, h_swapped)[0][:, 0], values[:, 0])
+    swapped, _ = values_of(x, resets, jax.tree.map(lambda c: c[::-1], h0))
+    assert not np.allclose(swapped[:, 0], values[:, 0])
     # The reset at t = 3 cuts env 0 off its past: a changed first step no longer matters there.
-    values2, _ = values_of(x.at[0].add(1.0), resets, h0)
-    np.testing.assert_allclose(values2[:, 3:, 0], values[:, 3:, 0], rtol=1e-6)
-    assert not np.allclose(values2[:, 3:, 1], values[:, 3:, 1])
+    changed, _ = values_of(x.at[0].add(1.0), resets, h0)
+    np.testing.assert_allclose(changed[:, 3:, 0], values[:, 3:, 0], rtol=1e-6)
+    assert not np.allclose(changed[:, 3:, 1], values[:, 3:, 1])
     with pytest.raises(ValueError, match="predict_value_sequence"):
         predict_value(critic, critic.params, x[0])
     with pytest.raises(ValueError, match="carry"):
@@ -514,7 +555,7 @@ class _AgentState(NamedTuple):
 
 
 def test_state_value_and_action_value_are_ensemble_means(sac, ppo):
-    obs, act = jax.random.normal(KEY, (4, 3)), jnp.full((4, 2), 0.3)
+    obs, act = normal(4, 3), jnp.full((4, 2), 0.3)
     q_state, v_state = sac[1], ppo[1]
 
     @jax.jit
@@ -532,10 +573,10 @@ def test_state_value_and_action_value_are_ensemble_means(sac, ppo):
 
 
 def test_predict_value_train_updates_batchrenorm_stats():
-    net = NetworkConfig(actor_architecture=ARCH, critic_architecture=("64", "batchrenorm", "relu"))
-    _, critic = build(net, continuous=True, action_value=True, num_critics=2)
+    net = NetworkConfig(critic_architecture=("64", "batchrenorm", "relu"))
+    critic = jax.jit(lambda k: get_initialized_critic(k, ENV, OPT, net, num_critics=2))(KEY)
     assert critic.batch_stats is not None
-    x = 3.0 + jax.random.normal(KEY, (32, 5))
+    x = 3.0 + normal(32, 5)
 
     @jax.jit
     def train_and_eval():

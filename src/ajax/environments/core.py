@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.types import EnvSpec, JaxEnv, TimeStep
-from ajax.environments.utils import tree_select, where_batch
+from ajax.environments.utils import strong_types, tree_select, where_batch
 
 
 @struct.dataclass
@@ -86,7 +86,7 @@ class SimEnv(JaxEnv):
         first = self._per_env(self.sim.init, key if n is None else jax.random.split(key, n))
         shape = () if n is None else (n,)
         return TimeStep(
-            state=EnvState(sim=first.state, t=jnp.zeros(shape, jnp.int32)),
+            state=EnvState(sim=strong_types(first.state), t=jnp.zeros(shape, jnp.int32)),
             obs=first.obs,
             reward=jnp.zeros(shape, jnp.float32),
             terminated=jnp.zeros(shape, bool),
@@ -107,11 +107,11 @@ class SimEnv(JaxEnv):
 
         def reset_done(_):
             first = self._per_env(self.sim.init, key_reset)
-            sim = tree_select(done, first.state, nxt.state)
+            sim = tree_select(done, strong_types(first.state), strong_types(nxt.state))
             return EnvState(sim, jnp.where(done, 0, t)), where_batch(done, first.obs, nxt.obs)
 
         def keep(_):
-            return EnvState(nxt.state, t), nxt.obs
+            return EnvState(strong_types(nxt.state), t), nxt.obs
 
         new_state, obs = jax.lax.cond(jnp.any(done), reset_done, keep, None)
         return TimeStep(

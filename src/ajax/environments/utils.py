@@ -55,6 +55,23 @@ def where_batch(pred, on_true, on_false):
     return jnp.where(pred.reshape(pred.shape + (1,) * extra), on_true, on_false)
 
 
+def strong_types(tree: Any) -> Any:
+    """The same pytree with weak types made strong (PRNG keys untouched).
+
+    Simulators return weakly typed leaves on one path and strong ones on the other (brax's
+    reset ``reward`` is strong, its step's weak; gymnax's Pendulum the reverse); a state
+    whose types change between reset and step makes every ``jit`` trace twice.
+    """
+
+    def strong(x):
+        x = jnp.asarray(x)
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return x
+        return jax.lax.convert_element_type(x, x.dtype)
+
+    return jax.tree.map(strong, tree)
+
+
 def flat_f32(obs) -> jax.Array:
     """A single env's observation as a flat float32 vector."""
     return jnp.asarray(obs, jnp.float32).reshape(-1)

@@ -300,7 +300,9 @@ class Critic(nn.Module):
         self.torso = Torso(self.architecture, self.kernel_init, self.bias_init, self.cnn,
                            self.image_shape, self.dropout)  # fmt: skip
         self.cell = None if self.memory is None else MemoryCell(self.memory)
-        self.head = dense(self.n_quantiles, self.out_kernel_init, None, nn.initializers.orthogonal())
+        self.head = dense(
+            self.n_quantiles, self.out_kernel_init, None, nn.initializers.orthogonal()
+        )
 
     def _split(self, x: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         if self.query_dim == 0:

@@ -116,6 +116,8 @@ class NetworkConfig:
         if not 0.0 <= self.critic_dropout < 1.0:
             raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
         if self.log_std_bounds is not None and not self.log_std_bounds[0] < self.log_std_bounds[1]:
-            raise ValueError(f"log_std_bounds must be (low, high), low < high: {self.log_std_bounds}")
+            raise ValueError(
+                f"log_std_bounds must be (low, high), low < high: {self.log_std_bounds}"
+            )
         if self.cnn is not None and not isinstance(self.cnn, CNNSpec):
             raise TypeError(f"cnn must be a CNNSpec (see reference_cnn), got {self.cnn!r}")

@@ -98,11 +98,6 @@ def _tx(config: OptimizerConfig, max_timesteps: int | None) -> optax.GradientTra
     return get_adam_tx(**{**fields, "learning_rate": lr})
 
 
-def _with_target(state: LoadedTrainState) -> LoadedTrainState:
-    # A copy, not an alias of the online buffers, so that the state can be donated to a jit.
-    return state.replace(target_params=jax.tree.map(jnp.copy, state.params))
-
-
 def _critic(env_config: EnvConfig, config: NetworkConfig, num: int, action_value: bool, extra: int):
     """The critic ensemble and the width of its input."""
     recurrent_q = action_value and config.memory is not None
@@ -194,7 +189,7 @@ def get_initialized_actor_critic(
     critic_tx = _tx(critic_optimizer_config, max_timesteps)
     x = jnp.zeros((1, width))
     critic_state = init_network_state(x, critic, k_critic, critic_tx, n_envs, memory)
-    return actor_state, _with_target(critic_state) if action_value else critic_state
+    return actor_state, critic_state.with_target() if action_value else critic_state
 
 
 def get_initialized_critic(
@@ -214,7 +209,7 @@ def get_initialized_critic(
     config = dataclasses.replace(network_config, memory=None)
     critic, width = _critic(env_config, config, num_critics, True, extra_obs_dim)
     tx = _tx(critic_optimizer_config, max_timesteps)
-    return _with_target(init_network_state(jnp.zeros((1, width)), critic, key, tx))
+    return init_network_state(jnp.zeros((1, width)), critic, key, tx).with_target()
 
 
 # --------------------------------------------------------------------------- reading values

@@ -87,17 +87,23 @@ class LoadedTrainState(flax.struct.PyTreeNode):
         hidden_state: Any = None,
     ) -> LoadedTrainState:
         """A fresh state; ``target=True`` starts ``target_params`` as an exact copy."""
-        return cls(
+        state = cls(
             step=jnp.zeros((), jnp.int32),
             params=params,
             opt_state=tx.init(params),
-            # copies, not aliases of the online buffers, so that the state can be donated
-            target_params=jax.tree.map(jnp.copy, params) if target else None,
             batch_stats=batch_stats,
             hidden_state=hidden_state,
             apply_fn=apply_fn,
             tx=tx,
         )
+        return state.with_target() if target else state
+
+    def with_target(self) -> LoadedTrainState:
+        """This state with ``target_params`` an exact copy of ``params`` (B10's start).
+
+        Copies, not aliases of the online buffers, so that the state can be donated to a jit.
+        """
+        return self.replace(target_params=jax.tree.map(jnp.copy, self.params))
 
     def variables(self, params: Params | None = None) -> dict:
         """The flax variables dict for ``params`` (default: the online ones)."""
@@ -110,13 +116,17 @@ class LoadedTrainState(flax.struct.PyTreeNode):
         """One optimizer step."""
         updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
         return self.replace(
-            step=self.step + 1, params=optax.apply_updates(self.params, updates), opt_state=opt_state
+            step=self.step + 1,
+            params=optax.apply_updates(self.params, updates),
+            opt_state=opt_state,
         )
 
     def soft_update(self, tau: float) -> LoadedTrainState:
         """Move ``target_params`` towards the online parameters by ``tau`` (:func:`ema_update`)."""
         if self.target_params is None:
-            raise ValueError("soft_update needs a target: create the state with target=True")
+            raise ValueError(
+                "soft_update needs a target: create the state with target=True or call with_target()"
+            )
         return self.replace(target_params=ema_update(self.target_params, self.params, tau))
 
     def apply_train(self, params: Params, *args, **kwargs) -> tuple[Any, Params]:

@@ -18,7 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
-from ajax.training.off_policy import OffPolicyLoop, Transition
+from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout
 from ajax.training.rollout import EpisodeTracker, to_env_action
 
@@ -185,3 +186,25 @@ class HostOnPolicyRun(HostRun):
         key = jax.vmap(jax.random.split)(s.key)
         self.state = s.replace(key=key[:, 0])
         return HostOffPolicyRun._record(self, s, metrics, key[0, 1])
+
+
+class OffPolicyAlgorithm(Algorithm):
+    """Base of the off-policy agents: subclasses give :meth:`agent`, the loop does the rest."""
+
+    def agent(self):
+        """The agent's :class:`~ajax.training.off_policy.OffPolicyAgent` functions."""
+        raise NotImplementedError
+
+    def agent_act(self):
+        return self.agent().act
+
+    def _loop(self) -> OffPolicyLoop:
+        return make_off_policy(self.config, self.env, self.eval_env, self.agent())
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        return HostOffPolicyRun(self, self._loop(), seeds)
+
+    def make_chunks(self, total_steps: int) -> Chunks:
+        loop = self._loop()
+        n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
+        return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)

@@ -10,6 +10,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments.utils import agent_action_to_env
+from ajax.networks.config import EnvConfig
+
+
+def env_config_of(env, n_envs: int = 1) -> EnvConfig:
+    """The networks toolbox's :class:`EnvConfig` of ``env`` (its spec, ``n_envs`` copies)."""
+    spec = env.spec
+    return EnvConfig(
+        obs_shape=tuple(spec.observation_shape),
+        action_dim=spec.action_dim,
+        continuous=not spec.discrete,
+        n_envs=n_envs,
+        action_low=None if spec.discrete else spec.action_space.low,
+        action_high=None if spec.discrete else spec.action_space.high,
+    )
 
 
 def random_actions(env, key, n: int) -> jax.Array:

@@ -8,11 +8,11 @@ import jax.numpy as jnp
 
 from ajax.agents.ppo import losses
 from ajax.agents.ppo.config import PPOConfig
-from ajax.agents.sac.update import env_config_of
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
 from ajax.training.on_policy import Rollout
+from ajax.training.rollout import env_config_of
 
 
 class PPOState(flax.struct.PyTreeNode):

@@ -9,10 +9,11 @@ import optax
 
 from ajax.agents.sac import losses
 from ajax.agents.sac.config import SACConfig
-from ajax.networks.config import EnvConfig, NetworkConfig, OptimizerConfig
+from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
 from ajax.training.off_policy import Transition
+from ajax.training.rollout import env_config_of
 
 
 class SACState(flax.struct.PyTreeNode):
@@ -22,18 +23,6 @@ class SACState(flax.struct.PyTreeNode):
     critic_state: LoadedTrainState
     log_alpha: jax.Array
     alpha_opt_state: optax.OptState
-
-
-def env_config_of(env, n_envs: int = 1) -> EnvConfig:
-    spec = env.spec
-    return EnvConfig(
-        obs_shape=tuple(spec.observation_shape),
-        action_dim=spec.action_dim,
-        continuous=not spec.discrete,
-        n_envs=n_envs,
-        action_low=None if spec.discrete else spec.action_space.low,
-        action_high=None if spec.discrete else spec.action_space.high,
-    )
 
 
 def init(config: SACConfig, key, env) -> SACState:

@@ -7,7 +7,6 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.sac.update import env_config_of
 from ajax.agents.td3 import losses
 from ajax.agents.td3.config import TD3Config
 from ajax.networks.config import NetworkConfig, OptimizerConfig
@@ -16,6 +15,7 @@ from ajax.networks.networks import action_value_input, get_initialized_actor_cri
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import parse_architecture
 from ajax.training.off_policy import Transition
+from ajax.training.rollout import env_config_of
 
 
 class DeterministicActor(nn.Module):
@@ -56,7 +56,7 @@ def init(config: TD3Config, key, env) -> TD3State:
         num_critics=2,
         actor=DeterministicActor(env_config.action_dim, arch),
     )
-    actor_state = actor_state.replace(target_params=actor_state.params)
+    actor_state = actor_state.with_target()
     return TD3State(actor_state, critic_state, jnp.zeros((), jnp.int32))
 
 

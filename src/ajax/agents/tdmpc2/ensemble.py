@@ -42,10 +42,21 @@ class Ensemble(nn.Module):
     num: int
 
     @nn.compact
-    def __call__(self, x: jax.Array, deterministic: bool | None = None) -> jax.Array:
-        """Outputs of all members for ``x [..., in]``: ``[num, ..., out]``."""
+    def __call__(
+        self,
+        x: jax.Array,
+        deterministic: bool | None = None,
+        dropout_mask: jax.Array | None = None,
+    ) -> jax.Array:
+        """Outputs of all members for ``x [..., in]``: ``[num, ..., out]``.
+
+        ``dropout_mask`` [num, ..., units] (1 = kept), when given, replaces the masks the members'
+        dropout would draw, so a recorded draw can be replayed (it needs no "dropout" RNG).
+        """
         if self.num < 1:
             raise ValueError(f"an ensemble needs num >= 1 members, got {self.num}")
+        if dropout_mask is not None:
+            return self._with_mask(x, dropout_mask)
 
         def apply_member(member: nn.Module, x: jax.Array) -> jax.Array:
             return member(x, deterministic=deterministic)
@@ -59,6 +70,35 @@ class Ensemble(nn.Module):
             axis_size=self.num,
         )
         return members(self.member, x)
+
+    def _with_mask(self, x: jax.Array, dropout_mask: jax.Array) -> jax.Array:
+        if dropout_mask.shape[0] != self.num:
+            raise ValueError(
+                f"dropout_mask needs a leading member axis of {self.num}, got {dropout_mask.shape}"
+            )
+        if not getattr(self.member, "dropout", 0.0) > 0:
+            raise ValueError("a dropout_mask needs members built with dropout > 0")
+
+        def apply_member(member: nn.Module, x: jax.Array, mask: jax.Array) -> jax.Array:
+            def replay(next_fun, args, kwargs, context):
+                # Inverted dropout with the given mask in place of a Bernoulli draw.
+                if isinstance(context.module, nn.Dropout) and context.method_name == "__call__":
+                    keep = mask.astype(args[0].dtype) / (1.0 - context.module.rate)
+                    return args[0] * keep
+                return next_fun(*args, **kwargs)
+
+            with nn.intercept_methods(replay):
+                return member(x, deterministic=False)
+
+        members = nn.vmap(
+            apply_member,
+            in_axes=(None, 0),
+            out_axes=0,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            axis_size=self.num,
+        )
+        return members(self.member, x, dropout_mask)
 
 
 def random_pair(key: jax.Array, num: int) -> jax.Array:

@@ -129,15 +129,24 @@ class WorldModel(nn.Module):
             mean, bounded_log_std(raw, self.cfg.log_std_min, self.cfg.log_std_max)
         )
 
-    def Q(self, z: jax.Array, a: jax.Array, *, deterministic: bool) -> jax.Array:
+    def Q(
+        self,
+        z: jax.Array,
+        a: jax.Array,
+        *,
+        deterministic: bool,
+        dropout_mask: jax.Array | None = None,
+    ) -> jax.Array:
         """Logits of every member, [num_q, ..., num_bins] (``return_type='all'``).
 
         ``deterministic=False`` applies each member's own dropout mask (needs a "dropout" RNG);
         reduce to 'min' or 'avg' with :func:`ajax.agents.tdmpc2.ensemble.pair_q`. The choice is
-        the caller's per pass: see the ensemble module's note on the references.
+        the caller's per pass: see the ensemble module's note on the references. A given
+        ``dropout_mask`` [num_q, ..., mlp_dim] (1 = kept) is used instead of drawing one.
         """
         self._check_action(z, a)
-        return self._Qs(jnp.concatenate([z, a], axis=-1), deterministic=deterministic)
+        x = jnp.concatenate([z, a], axis=-1)
+        return self._Qs(x, deterministic=deterministic, dropout_mask=dropout_mask)
 
     def termination(self, z: jax.Array) -> jax.Array:
         """Termination logit [...] of arriving at latent z (HEAD ``episodic``; cfg.episodic only).

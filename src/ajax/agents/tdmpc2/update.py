@@ -54,6 +54,9 @@ class UpdateNoise(flax.struct.PyTreeNode):
         pi_pair: online-Q pair of the policy loss [2].
         value_dropout: PRNG key of the Q dropout masks in the value loss.
         pi_dropout: PRNG key of the Q dropout masks in the policy loss.
+        value_mask: optional keep-mask [num_q, H, B, mlp_dim] (1 = kept) used instead of
+            ``value_dropout``'s draw, to replay a recorded update.
+        pi_mask: optional keep-mask [num_q, H + 1, B, mlp_dim] used instead of ``pi_dropout``'s.
     """
 
     td_eps: jax.Array
@@ -62,6 +65,8 @@ class UpdateNoise(flax.struct.PyTreeNode):
     pi_pair: jax.Array
     value_dropout: jax.Array
     pi_dropout: jax.Array
+    value_mask: jax.Array | None = None
+    pi_mask: jax.Array | None = None
 
 
 def draw_update_noise(key: jax.Array, cfg: TDMPC2Config, action_dim: int) -> UpdateNoise:
@@ -104,7 +109,7 @@ def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: in
     )
 
 
-def _q_pair(model, qs_params, z, a, pair, two_hot, how, dropout_key=None):
+def _q_pair(model, qs_params, z, a, pair, two_hot, how, dropout_key=None, dropout_mask=None):
     """'min'/'avg' of the decoded Q pair at (z, a); dropout on when a key is given."""
     rngs = None if dropout_key is None else {"dropout": dropout_key}
     logits = model.apply(
@@ -112,6 +117,7 @@ def _q_pair(model, qs_params, z, a, pair, two_hot, how, dropout_key=None):
         z,
         a,
         deterministic=dropout_key is None,
+        dropout_mask=dropout_mask,
         method="Q",
         rngs=rngs,
     )
@@ -140,6 +146,7 @@ def _world_model_loss(wm_params, pi_params, cfg, model, batch, next_z, targets, 
         zs[:-1],
         batch.action,
         deterministic=False,
+        dropout_mask=noise.value_mask,
         method="Q",
         rngs={"dropout": noise.value_dropout},
     )
@@ -173,6 +180,7 @@ def _policy_loss(pi_params, cfg, model, qs_params, zs, scale, noise):
         cfg.two_hot(),
         "avg",
         noise.pi_dropout,
+        noise.pi_mask,
     )
     scale = scale.update(jax.lax.stop_gradient(q[0]))
     entropy = head_scaled_entropy(sample, dist.log_std)
