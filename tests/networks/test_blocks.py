@@ -139,6 +139,27 @@ def test_b4_2_parameter_counts_t2_walker():
     assert sum(counts.values()) == 4_960_618
 
 
+def test_b4_2_parameter_counts_t2_multitask_reference():
+    """T2 5M multitask reference total 5,389,930 (spec 000 B4 test 2; T2 section 1.24).
+
+    The mt80 layout: observations zero-padded to 39 dims and actions to 6, a learned task
+    embedding of 80 tasks x 96 dims concatenated to the encoder, dynamics, reward, pi and Q
+    inputs. Ajax's agent is single-task (deviation T29); this checks that the shared trunk
+    reproduces the reference's multitask shapes too.
+    """
+    obs, a, latent, task_dim, n_tasks = 39, 6, 512, 96, 80
+    za_t = jnp.zeros((1, latent + task_dim + a))
+    counts = {
+        "encoder": n_params(jax.eval_shape(_T2Encoder().init, KEY, jnp.zeros((1, obs + task_dim)))),
+        "dynamics": n_params(jax.eval_shape(_T2Dynamics().init, KEY, za_t)),
+        "reward": n_params(jax.eval_shape(_T2Head(101).init, KEY, za_t)),
+        "pi": n_params(jax.eval_shape(_T2Head(2 * a).init, KEY, jnp.zeros((1, latent + task_dim)))),
+        "Q": n_params(jax.eval_shape(_QEnsemble(101, 0.0, 0.01).init, KEY, za_t)),
+        "task_embedding": n_tasks * task_dim,
+    }
+    assert sum(counts.values()) == 5_389_930
+
+
 def test_b4_3_dropout_before_norm_order():
     """Dropout between the first Dense and its LayerNorm: normalised rows survive dropout."""
     x = jax.random.normal(KEY, (16, 32))

@@ -55,7 +55,9 @@ class SimEnv(JaxEnv):
     as :class:`~ajax.environments.wrappers.VmapEnv` over the unbatched env would) and
     computes the reset draw only on steps where some env's episode ended: a ``lax.cond`` on
     the whole batch, which a per-env ``vmap`` would turn into "always compute both". For MJX
-    envs, whose reset costs about a physics step, that is most of the saving.
+    envs, whose reset costs about a physics step, that matters: playground CartpoleSwingup
+    over 16 envs ran 17k env-steps per CPU second resetting every step, 62k with the cond
+    (raw playground steps, without any auto-reset: 91k).
     """
 
     def __init__(self, sim: Simulator, spec: EnvSpec):
