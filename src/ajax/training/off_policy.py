@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.training.config import OffPolicyConfig
-from ajax.training.rollout import EpisodeTracker, evaluate, random_actions, to_env_action
+from ajax.training.rollout import EpisodeTracker, end_of_chunk, random_actions, to_env_action
 
 
 class Transition(NamedTuple):
@@ -165,17 +165,7 @@ def make_off_policy(config: OffPolicyConfig, env, eval_env, agent: OffPolicyAgen
 
     def run_chunk(state: OffPolicyState):
         state, metrics = jax.lax.scan(env_step, state, None, length=per_chunk)
-        key, k_eval = jax.random.split(state.key)
-        eval_return = evaluate(
-            eval_env, lambda o, k: agent.act(state.agent, o, k, True), k_eval, config.eval_episodes
-        )
-        record = {
-            "step": state.step,
-            "eval_return": eval_return,
-            "train_return": state.episodes.last_return_mean(),
-            **{k: v[-1] for k, v in metrics.items()},
-        }
-        return state.replace(key=key), record
+        return end_of_chunk(state, metrics, eval_env, agent.act, config.eval_episodes)
 
     return OffPolicyLoop(init, run_chunk, per_chunk * n, explore, store_and_learn, init_learner)
 

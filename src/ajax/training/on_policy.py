@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.training.config import LoopConfig
-from ajax.training.rollout import EpisodeTracker, evaluate, to_env_action
+from ajax.training.rollout import EpisodeTracker, end_of_chunk, to_env_action
 
 
 class Rollout(NamedTuple):
@@ -103,16 +103,6 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
 
     def run_chunk(state: OnPolicyState):
         state, metrics = jax.lax.scan(iteration, state, None, length=per_chunk)
-        key, k_eval = jax.random.split(state.key)
-        eval_return = evaluate(
-            eval_env, lambda o, k: agent.act(state.agent, o, k, True), k_eval, config.eval_episodes
-        )
-        record = {
-            "step": state.step,
-            "eval_return": eval_return,
-            "train_return": state.episodes.last_return_mean(),
-            **{k: v[-1] for k, v in metrics.items()},
-        }
-        return state.replace(key=key), record
+        return end_of_chunk(state, metrics, eval_env, agent.act, config.eval_episodes)
 
     return init, run_chunk, per_chunk * n * n_steps

@@ -99,3 +99,17 @@ def evaluate(
     keys = jax.random.split(k_run, env.spec.max_episode_steps)
     (_, _, ret, _), _ = jax.lax.scan(step, init, keys)
     return ret.mean()
+
+
+def end_of_chunk(state, metrics: dict, eval_env, act, episodes: int):
+    """Close a chunk of a loop: evaluate ``state.agent`` deterministically and build the record
+    (``step``, ``eval_return``, ``train_return`` and the last value of each update metric)."""
+    key, k_eval = jax.random.split(state.key)
+    eval_return = evaluate(eval_env, lambda o, k: act(state.agent, o, k, True), k_eval, episodes)
+    record = {
+        "step": state.step,
+        "eval_return": eval_return,
+        "train_return": state.episodes.last_return_mean(),
+        **{k: v[-1] for k, v in metrics.items()},
+    }
+    return state.replace(key=key), record
