@@ -1,39 +1,80 @@
 """TD-MPC2 speed: median ms per update (batch 256, H 3) and per planning decision at model sizes
-1 and 5, and env steps/s of a whole jitted training run (issue 5).
+1 and 5, env steps/s of a whole jitted training run, and the roofline ratio (issue 5).
 
-Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 2000]``. Prints one table
-next to the official PyTorch numbers measured on the reference machine.
+Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 1200]``. Prints one
+table beside the official PyTorch figures the issue gives for this kind of machine (2 CPU
+cores, torch 2.13, 2 threads); the official code is not run here (it may not be committed).
+
+FLOPs are the matmul FLOPs of the traced program, counted from its jaxpr with every ``scan``
+multiplied by its length (``jax.stages`` cost analysis counts a loop body once, so it reports
+2.3 of the planner's 13.2 GFLOP at size 1). Element-wise work is left out: the figures are a
+lower bound on the work done, and "achieved GFLOP/s" over "matmul GFLOP/s" is the roofline
+ratio, measured against plain matmuls of the networks' own shapes and of a large square one.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jcore
 
 from ajax.agents.tdmpc2 import TDMPC2, TDMPC2Config, WorldModel
 from ajax.agents.tdmpc2.act import ActState, act
 from ajax.agents.tdmpc2.update import init_state, update
 from ajax.buffers.windows import TDMPC2Slice
 
-OFFICIAL_MS = {1: (226.0, 279.0), 5: (722.0, 744.0)}  # (update, plan) on the issue's machine
+OFFICIAL_MS = {1: (226.0, 279.0), 5: (722.0, 744.0)}  # (update, plan), issue 5's figures
 OBS_DIM, ACTION_DIM = 24, 6  # a walker-sized task
 
 
+def matmul_flops(jaxpr: jcore.Jaxpr) -> int:
+    """2 M N K summed over every ``dot_general``; scans count ``length`` times, conds their
+    costliest branch; a ``while`` (unknown trip count) counts once."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            (contract, _), _ = eqn.params["dimension_numbers"]
+            lhs = eqn.invars[0].aval.shape
+            k = math.prod(lhs[i] for i in contract)
+            total += 2 * math.prod(eqn.outvars[0].aval.shape) * k
+            continue
+        subs = [
+            x.jaxpr if isinstance(x, jcore.ClosedJaxpr) else x
+            for v in eqn.params.values()
+            for x in (v if isinstance(v, (tuple, list)) else (v,))
+            if isinstance(x, (jcore.ClosedJaxpr, jcore.Jaxpr))
+        ]
+        counts = [matmul_flops(s) for s in subs]
+        if eqn.primitive.name == "cond":
+            total += max(counts, default=0)
+        else:
+            total += eqn.params.get("length", 1) * sum(counts)
+    return total
+
+
 def _median_ms(fn, args, repeats):
-    jax.block_until_ready(fn(*args))  # compile
+    compiled = jax.jit(fn).lower(*args).compile()
+    jax.block_until_ready(compiled(*args))  # warm the caches
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
+        jax.block_until_ready(compiled(*args))
         times.append(1e3 * (time.perf_counter() - start))
     return float(np.median(times))
 
 
-def bench_size(size: int, repeats: int) -> tuple[float, float]:
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
+    a, b = jnp.ones((m, k)), jnp.ones((k, n))
+    return 2 * m * k * n / _median_ms(lambda x, y: x @ y, (a, b), repeats) / 1e6
+
+
+def bench_size(size: int, repeats: int) -> dict:
     cfg = TDMPC2Config.preset(size)
     model = WorldModel(cfg, ACTION_DIM)
     state = init_state(cfg, model, jax.random.PRNGKey(0), OBS_DIM)
@@ -45,48 +86,74 @@ def bench_size(size: int, repeats: int) -> tuple[float, float]:
         reward=jax.random.normal(k[2], (H, B)),
         terminated=jnp.zeros((H, B), bool),
     )
-    step = jax.jit(lambda s, b, key: update(cfg, model, 0.99, s, b, key)[0])
-    update_ms = _median_ms(step, (state, batch, jax.random.PRNGKey(2)), repeats)
-    planner = ActState.create(1, H, ACTION_DIM)
-    plan = jax.jit(lambda p, a, o, key: act(cfg, model, 0.99, p, a, o, key, False))
-    obs = jnp.zeros((1, OBS_DIM))
-    plan_ms = _median_ms(plan, (state.params, planner, obs, jax.random.PRNGKey(3)), repeats)
-    return update_ms, plan_ms
+    planner, obs = ActState.create(1, H, ACTION_DIM), jnp.zeros((1, OBS_DIM))
+
+    def step(s, b, key):
+        return update(cfg, model, 0.99, s, b, key)[0]
+
+    def plan(p, a, o, key):
+        return act(cfg, model, 0.99, p, a, o, key, False)
+
+    update_args = (state, batch, jax.random.PRNGKey(2))
+    plan_args = (state.params, planner, obs, jax.random.PRNGKey(3))
+    width = cfg.arch.mlp_dim
+    return {
+        "update_ms": _median_ms(step, update_args, repeats),
+        "plan_ms": _median_ms(plan, plan_args, repeats),
+        "update_gflop": matmul_flops(jax.make_jaxpr(step)(*update_args).jaxpr) / 1e9,
+        "plan_gflop": matmul_flops(jax.make_jaxpr(plan)(*plan_args).jaxpr) / 1e9,
+        # the dominant matmuls: a hidden layer over the batch (update) and the samples (plan)
+        "matmul_gflops": matmul_gflops(B * (H + 1), width, width),
+        "plan_matmul_gflops": matmul_gflops(cfg.planner.num_samples, width, width),
+    }
 
 
 def bench_run(steps: int) -> float:
-    cfg = TDMPC2Config.preset(1, eval_freq=steps, eval_episodes=1, seed_steps=min(1000, steps // 2))
-    agent = TDMPC2("Pendulum-v1", cfg)
-    chunks = agent.make_chunks(steps)
-    run = jax.jit(lambda s: chunks.run_chunk(s)[0])
-    state = jax.jit(chunks.init)(jax.random.PRNGKey(0))
-    compiled = run.lower(state).compile()
+    """Env steps/s of one seed's whole jitted run (size 1, Pendulum-v1, planning and updating
+    every step after 500 seed steps, one eval episode at the end), compilation not timed."""
+    cfg = TDMPC2Config.preset(1, eval_freq=steps, eval_episodes=1, seed_steps=min(500, steps // 2))
+    train = TDMPC2("Pendulum-v1", cfg).make_train(steps)
+    key = jax.random.PRNGKey(0)
+    compiled = jax.jit(train).lower(key).compile()
     start = time.perf_counter()
-    jax.block_until_ready(compiled(state))
+    jax.block_until_ready(compiled(key))
     return steps / (time.perf_counter() - start)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--run-steps", type=int, default=2000)
+    parser.add_argument("--run-steps", type=int, default=1200)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 5])
     args = parser.parse_args()
     jax.config.update("jax_default_matmul_precision", "highest")
-    print(f"device: {jax.devices()[0]}")
-    print(
-        f"{'size':>4} {'update ms':>10} {'official':>9} {'plan ms':>9} {'official':>9} {'speed-up':>9}"
+    print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    big = matmul_gflops(2048, 2048, 2048, 5)
+    print(f"plain matmul 2048^3: {big:.1f} GFLOP/s")
+    head = (
+        f"{'size':>4} {'upd ms':>7} {'offic.':>6} {'x':>5} {'plan ms':>7} {'offic.':>6} {'x':>5}"
+        f" {'upd GF/s':>8} {'plan GF/s':>9} {'mm GF/s':>7} {'roofline':>8}"
     )
+    print(head)
     for size in args.sizes:
-        upd, pln = bench_size(size, args.repeats)
+        r = bench_size(size, args.repeats)
         o_upd, o_pln = OFFICIAL_MS.get(size, (float("nan"),) * 2)
-        ratio = min(o_upd / upd, o_pln / pln)
-        print(f"{size:>4} {upd:>10.1f} {o_upd:>9.0f} {pln:>9.1f} {o_pln:>9.0f} {ratio:>8.1f}x")
+        upd_gfs = r["update_gflop"] / r["update_ms"] * 1e3
+        pln_gfs = r["plan_gflop"] / r["plan_ms"] * 1e3
+        mm = max(r["matmul_gflops"], r["plan_matmul_gflops"])
+        print(
+            f"{size:>4} {r['update_ms']:>7.1f} {o_upd:>6.0f} {o_upd / r['update_ms']:>5.2f}"
+            f" {r['plan_ms']:>7.1f} {o_pln:>6.0f} {o_pln / r['plan_ms']:>5.2f}"
+            f" {upd_gfs:>8.1f} {pln_gfs:>9.1f} {mm:>7.1f}"
+            f" {upd_gfs / mm:>4.2f}/{pln_gfs / mm:.2f}"
+        )
+        print(
+            f"     matmul GFLOP per update {r['update_gflop']:.2f}, per plan {r['plan_gflop']:.2f};"
+            f" layer-shaped matmul {r['matmul_gflops']:.1f} (update) /"
+            f" {r['plan_matmul_gflops']:.1f} (plan) GFLOP/s"
+        )
     sps = bench_run(args.run_steps)
-    print(
-        f"whole jitted run, size 1, Pendulum-v1, {args.run_steps} steps incl. eval: "
-        f"{sps:.1f} env steps/s"
-    )
+    print(f"whole jitted run, size 1, Pendulum-v1, {args.run_steps} steps: {sps:.2f} env steps/s")
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
         if tok.startswith("--"):
             name = tok[2:].split("=", 1)[0].replace("-", "_")
             base = name[3:] if name.startswith("no_") else name
+            base = base.split(".", 1)[0]  # a nested config's field: --planner.num-samples 256
             if base in own:
                 target = "own"
             elif base in config_fields:
@@ -107,6 +108,8 @@ def cmd_train(argv: list[str]) -> int:
     if agent not in agents:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     config_cls = agents[agent].config_cls
+    if "-h" in rest or "--help" in rest:
+        return _train_help(agent, config_cls)
     own = {f.name for f in dataclasses.fields(TrainArgs)}
     fields = {f.name for f in dataclasses.fields(config_cls)}
     own_args, config_args = _split_flags(rest, own, fields)
@@ -135,6 +138,15 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     summary, _ = execute(algo, spec, out, progress=args.progress, wandb_project=args.wandb_project)
     _report(summary, out)
+    return 0
+
+
+def _train_help(agent: str, config_cls) -> int:
+    """``ajax train AGENT --help``: the run options, then the agent's config fields (tyro)."""
+    print(f"usage: ajax train {agent} [run options] [{config_cls.__name__} fields]\n")
+    for cls in (TrainArgs, config_cls):
+        with contextlib.suppress(SystemExit):
+            tyro.cli(cls, args=["--help"], prog=f"ajax train {agent}")
     return 0
 
 

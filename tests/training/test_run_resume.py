@@ -10,20 +10,38 @@ import pytest
 
 import ajax.training.run as run_module
 from ajax.agents.sac import SAC, SACConfig
+from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
 from ajax.training.io import read_jsonl
 from ajax.training.run import RunSpec, execute, prepare_run_dir
 
 CONFIG = SACConfig(
     hidden=16, batch_size=32, learning_starts=32, buffer_size=256, eval_freq=50, eval_episodes=1
 )
-SPEC = RunSpec(
-    agent="sac",
-    env="Pendulum-v1",
-    steps=200,
-    checkpoint_every=1,
-    n_seeds=2,
-    config=dataclasses.asdict(CONFIG),
+# Tiny TD-MPC2: seed steps end inside chunk 2, so the resumed half holds the pretraining
+# updates, planning with warm starts and the running scale.
+T2_CONFIG = TDMPC2Config.preset(
+    1,
+    enc_dim=16,
+    mlp_dim=16,
+    latent_dim=16,
+    batch_size=8,
+    planner=PlannerConfig(num_samples=16, num_pi_trajs=2, num_elites=4, iterations=2),
+    seed_steps=60,
+    eval_freq=50,
+    eval_episodes=1,
 )
+AGENTS = {"sac": (SAC, CONFIG), "tdmpc2": (TDMPC2, T2_CONFIG)}
+
+
+def _spec(agent: str) -> RunSpec:
+    return RunSpec(
+        agent=agent,
+        env="Pendulum-v1",
+        steps=200,
+        checkpoint_every=1,
+        n_seeds=2,
+        config=dataclasses.asdict(AGENTS[agent][1]),
+    )
 
 
 class Stop(Exception):
@@ -31,13 +49,17 @@ class Stop(Exception):
 
 
 @pytest.mark.slow  # ~195 CPU s on the loaded dev machine: three executes, each compiles
-def test_sac_resume_is_bitwise_identical(tmp_path, monkeypatch):
-    """Stop a 4-chunk SAC run after chunk 2's checkpoint; resume; compare with the full run."""
+@pytest.mark.parametrize("agent", ["sac", "tdmpc2"])
+def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
+    """Stop a 4-chunk run (2 vmapped seeds) after chunk 2's checkpoint; resume; compare every
+    leaf of the final state and the logged eval returns with the uninterrupted run."""
+    cls, config = AGENTS[agent]
+    spec = _spec(agent)
     full_dir, cut_dir = tmp_path / "full", tmp_path / "cut"
-    prepare_run_dir(full_dir, SPEC, overwrite=False)
-    _, full = execute(SAC("Pendulum-v1", CONFIG), SPEC, full_dir, progress=False)
+    prepare_run_dir(full_dir, spec, overwrite=False)
+    _, full = execute(cls("Pendulum-v1", config), spec, full_dir, progress=False)
 
-    prepare_run_dir(cut_dir, SPEC, overwrite=False)
+    prepare_run_dir(cut_dir, spec, overwrite=False)
     save = run_module.save_checkpoint
 
     def save_then_stop(directory, step, state, **kw):
@@ -47,12 +69,12 @@ def test_sac_resume_is_bitwise_identical(tmp_path, monkeypatch):
 
     monkeypatch.setattr(run_module, "save_checkpoint", save_then_stop)
     with pytest.raises(Stop):
-        execute(SAC("Pendulum-v1", CONFIG), SPEC, cut_dir, progress=False)
+        execute(cls("Pendulum-v1", config), spec, cut_dir, progress=False)
     monkeypatch.setattr(run_module, "save_checkpoint", save)
     assert [r["step"] for r in read_jsonl(cut_dir / "metrics.jsonl")] == [50, 100]
 
     summary, resumed = execute(
-        SAC("Pendulum-v1", CONFIG), SPEC, cut_dir, progress=False, resume=True
+        cls("Pendulum-v1", config), spec, cut_dir, progress=False, resume=True
     )
     assert summary["steps"] == 200
     full_leaves = jax.tree_util.tree_leaves_with_path(full)

@@ -305,8 +305,9 @@ def _sample_dreamerv3(state, key, batch_size, length, online):
     return dict(batch, is_first=is_first, is_last=is_last), index, state
 
 
-def _tdmpc2_valid(state: SequenceReplayState, horizon: int) -> tuple[jax.Array, jax.Array]:
-    """(N, C) chronological is_first flags and valid-start mask (oldest slot first)."""
+def tdmpc2_valid(state: SequenceReplayState, horizon: int) -> tuple[jax.Array, jax.Array]:
+    """(N, C) chronological is_first flags and the mask of valid starts of (horizon + 1)-row
+    windows inside completed episodes (oldest slot first)."""
     capacity = state.capacity
     j = jnp.arange(capacity)
     step = state.added[:, None] - capacity + j  # step number of chronological position j
@@ -318,7 +319,7 @@ def _tdmpc2_valid(state: SequenceReplayState, horizon: int) -> tuple[jax.Array, 
 @functools.partial(jax.jit, static_argnames="horizon")
 def can_sample_tdmpc2(state: SequenceReplayState, horizon: int = 3) -> jax.Array:
     """Whether a completed episode holds an (H + 1)-row window (bool scalar, jit-safe)."""
-    return jnp.any(_tdmpc2_valid(state, horizon)[1])
+    return jnp.any(tdmpc2_valid(state, horizon)[1])
 
 
 def sample_tdmpc2(
@@ -338,11 +339,20 @@ def sample_tdmpc2(
     return _sample_tdmpc2(state, key, batch_size, horizon)
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3))
-def _sample_tdmpc2(state, key, batch_size, horizon):
-    is_first, valid = _tdmpc2_valid(state, horizon)
+def tdmpc2_index(
+    state: SequenceReplayState, key: jax.Array, batch_size: int, horizon: int
+) -> SampleIndex:
+    """Starts of B (horizon + 1)-row windows: an episode uniformly, then a start uniformly
+    (torchrl's SliceSampler); no validation, for callers inside ``jit`` that checked
+    :func:`tdmpc2_valid` themselves."""
+    is_first, valid = tdmpc2_valid(state, horizon)
     flat = sample_episode_then_start(key, valid, is_first, batch_size)
     env = (flat // state.capacity).astype(jnp.int32)
     start = (state.added[env] - state.capacity + flat % state.capacity).astype(jnp.int32)
-    index = SampleIndex(env_idx=env, start_idx=start)
+    return SampleIndex(env_idx=env, start_idx=start)
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _sample_tdmpc2(state, key, batch_size, horizon):
+    index = tdmpc2_index(state, key, batch_size, horizon)
     return tdmpc2_slice_from_rows(gather_windows(state, index, horizon + 1)), index

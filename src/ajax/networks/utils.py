@@ -167,9 +167,33 @@ def parse_initialization(
     return factory(*value) if isinstance(value, tuple) else factory(value)
 
 
+@jax.custom_jvp
 def mish(x: jax.Array) -> jax.Array:
-    """x * tanh(softplus(x)): TD-MPC2's activation (torch nn.Mish)."""
-    return jax.nn.mish(x)
+    """x * tanh(softplus(x)): TD-MPC2's activation (torch nn.Mish), with one exp.
+
+    tanh(log(1 + u)) = n / (n + 2) with u = e^x and n = u (u + 2), so no log1p or tanh: on
+    XLA:CPU ``jax.nn.mish`` costs 6x more (3.4 vs 0.54 ms on 1024 x 384) and is no more
+    accurate (max relative error 3.6e-7 vs 2.7e-7 against float64 on [-30, 30]). For x > 20
+    the ratio is 1 in float32, so clamping there only prevents overflow.
+    """
+    return _mish_parts(x)[0]
+
+
+def _mish_parts(x):
+    u = jnp.exp(jnp.minimum(x, 20.0))
+    n = u * (u + 2.0)
+    t = n / (n + 2.0)  # tanh(softplus(x))
+    return x * t, u, n, t
+
+
+@mish.defjvp
+def _mish_jvp(primals, tangents):
+    """mish' = t + x sigmoid(x) (1 - t^2), with 1 - t = 2 / (n + 2): autodiff of x n / (n + 2)
+    subtracts two terms near 2 for large x (8e-6 error at x ~ 19); this form has none."""
+    (x,), (dx,) = primals, tangents
+    y, u, n, t = _mish_parts(x)
+    slope = t + x * (u / (1.0 + u)) * (2.0 / (n + 2.0)) * (1.0 + t)
+    return y, slope * dx
 
 
 _ACTIVATIONS: dict[str, ActivationFunction] = {

@@ -20,7 +20,13 @@ import jax
 import jax.numpy as jnp
 
 from ajax.training.config import OffPolicyConfig
-from ajax.training.rollout import EpisodeTracker, end_of_chunk, random_actions, to_env_action
+from ajax.training.rollout import (
+    EpisodeTracker,
+    end_of_chunk,
+    lockstep,
+    random_actions,
+    to_env_action,
+)
 
 
 class Transition(NamedTuple):
@@ -110,9 +116,11 @@ def make_off_policy(config: OffPolicyConfig, env, eval_env, agent: OffPolicyAgen
     def explore(agent_state, obs, step, key):
         """Uniform random actions before ``learning_starts``, the policy's samples after."""
         k_act, k_rand = jax.random.split(key)
-        policy = agent.act(agent_state, obs, k_act, False)
-        random = random_actions(env, k_rand, obs.shape[0])
-        return jnp.where(step < config.learning_starts, random, policy)
+        return jax.lax.cond(
+            lockstep(step < config.learning_starts),
+            lambda: random_actions(env, k_rand, obs.shape[0]),
+            lambda: agent.act(agent_state, obs, k_act, False),
+        )
 
     def update_phase(agent_state, buffer_state, key):
         def one(agent_state, k):
@@ -128,7 +136,7 @@ def make_off_policy(config: OffPolicyConfig, env, eval_env, agent: OffPolicyAgen
         """Add one vector step of transitions; update when due. ``step``: env steps so far,
         counting this one."""
         buffer_state = buffer.add(buffer_state, transition)
-        due = (step >= config.learning_starts) & ((step // n) % config.train_freq == 0)
+        due = lockstep((step >= config.learning_starts) & ((step // n) % config.train_freq == 0))
         agent_state, metrics = jax.lax.cond(
             due,
             lambda: update_phase(agent_state, buffer_state, key),

@@ -8,7 +8,7 @@ ensemble keeps its member axis first), replays the update with the recorded draw
 every loss and every updated parameter (and each parameter's step). The Q ensemble's dropout is
 replayed from the recorded keep-masks (``UpdateNoise.value_mask`` / ``pi_mask``); the ``nodrop/*``
 block is the same update run with ``dropout: 0``. ``fixtures/tdmpc2_plan_parity.npz`` does the
-same for one planning decision. The three compiles take minutes on the shared CPU: slow.
+same for one planning decision. Each runs as one jitted program.
 """
 
 from pathlib import Path
@@ -169,17 +169,26 @@ def _check(data, prefix, state, new, metrics):
     return gaps
 
 
-@pytest.mark.slow
+def _jit_update(cfg, model, discount):
+    """The update as one compiled program (op-by-op dispatch of the whole update and its
+    gradients compiles every primitive separately, which takes minutes on CPU)."""
+
+    @jax.jit
+    def run(state, batch, noise):
+        with jax.default_matmul_precision("highest"):
+            return update_with_noise(cfg, model, discount, state, batch, noise)
+
+    return run
+
+
 def test_t2_update_parity_with_official_nodrop():
     """One update with ``dropout: 0`` equals the official ``nodrop/*`` block."""
     data = dict(np.load(FIXTURE))
     cfg, model, discount, state, batch = _setup(data, dropout=0.0)
-    with jax.default_matmul_precision("highest"):
-        new, metrics = update_with_noise(cfg, model, discount, state, batch, _noise(data))
+    new, metrics = _jit_update(cfg, model, discount)(state, batch, _noise(data))
     print(_check(data, "nodrop/", state, new, metrics))
 
 
-@pytest.mark.slow
 def test_t2_update_parity_with_official():
     """One update with dropout 0.01, replaying the recorded Q keep-masks, equals the official."""
     data = dict(np.load(FIXTURE))
@@ -189,15 +198,13 @@ def test_t2_update_parity_with_official():
         value_mask=jnp.asarray(data["draw/dropout_mask_value"]),
         pi_mask=jnp.asarray(data["draw/dropout_mask_pi_loss"]),
     )
-    with jax.default_matmul_precision("highest"):
-        new, metrics = update_with_noise(cfg, model, discount, state, batch, noise)
+    new, metrics = _jit_update(cfg, model, discount)(state, batch, noise)
     print(_check(data, "", state, new, metrics))
 
 
 PLAN_FIXTURE = Path(__file__).parent / "fixtures" / "tdmpc2_plan_parity.npz"
 
 
-@pytest.mark.slow
 def test_t2_plan_parity_with_official():
     """One planning decision (6 MPPI iterations, 24 policy trajectories) equals the official.
 
@@ -231,14 +238,19 @@ def test_t2_plan_parity_with_official():
         ),
     )
     obs = jnp.asarray(data["input/obs"])
-    with jax.default_matmul_precision("highest"):
-        z = model.apply({"params": params}, obs, method="encode")
-        pi_actions = pi_trajectories(model, params, z, noise.pi_trajs)
-        out = plan_one(
-            cfg, model, float(hp["discount"]), params, obs,
-            jnp.asarray(data["input/prev_mean"]), bool(data["input/t0"]), noise,
-            bool(data["input/eval_mode"]),
-        )  # fmt: skip
+
+    @jax.jit
+    def run(params, obs, prev_mean, noise):
+        with jax.default_matmul_precision("highest"):
+            z = model.apply({"params": params}, obs, method="encode")
+            pi_actions = pi_trajectories(model, params, z, noise.pi_trajs)
+            out = plan_one(
+                cfg, model, float(hp["discount"]), params, obs, prev_mean,
+                bool(data["input/t0"]), noise, bool(data["input/eval_mode"]),
+            )  # fmt: skip
+        return z, pi_actions, out
+
+    z, pi_actions, out = run(params, obs, jnp.asarray(data["input/prev_mean"]), noise)
     np.testing.assert_allclose(z, data["inter/z"][0], rtol=0, atol=1e-6)
     np.testing.assert_allclose(pi_actions, data["inter/pi_actions"], rtol=0, atol=1e-6)
     assert int(out.elite_index) == int(data["out/elite_choice"])

@@ -28,9 +28,9 @@ import ajax.agents.tdmpc2.update as update_lib
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.networks import WorldModel
 from ajax.buffers import sequence
-from ajax.buffers.windows import TDMPC2Slice, sample_episode_then_start, tdmpc2_valid_starts
+from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments.utils import tree_select
-from ajax.training.rollout import EpisodeTracker, random_actions, to_env_action
+from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
 
 
 class LoopState(flax.struct.PyTreeNode):
@@ -47,28 +47,17 @@ class LoopState(flax.struct.PyTreeNode):
     step: jax.Array  # agent steps so far, all envs together
 
 
-def _valid_starts(buffer: sequence.SequenceReplayState, horizon: int):
-    """Chronological is_first flags and valid starts of H-transition windows [N, C]."""
-    capacity = buffer.capacity
-    step = buffer.added[:, None] - capacity + jnp.arange(capacity)
-    is_first = jnp.take_along_axis(buffer.rows["is_first"], step % capacity, axis=1)
-    sampleable = (step >= 0) & (step < buffer.committed[:, None])
-    return is_first, tdmpc2_valid_starts(is_first, sampleable, horizon - 1)
-
-
 def can_sample(buffer: sequence.SequenceReplayState, horizon: int) -> jax.Array:
     """Whether a completed episode holds H transitions (bool scalar)."""
-    return jnp.any(_valid_starts(buffer, horizon)[1])
+    return jnp.any(sequence.tdmpc2_valid(buffer, horizon - 1)[1])
 
 
 def sample_batch(buffer, key, batch_size: int, horizon: int) -> TDMPC2Slice:
     """B windows of H transitions inside completed episodes, as a batch-major TD-MPC2 slice:
-    uniform over episodes, then over starts (the reference's SliceSampler)."""
-    is_first, valid = _valid_starts(buffer, horizon)
-    flat = sample_episode_then_start(key, valid, is_first, batch_size)
-    env = (flat // buffer.capacity).astype(jnp.int32)
-    start = (buffer.added[env] - buffer.capacity + flat % buffer.capacity).astype(jnp.int32)
-    rows = sequence.gather_windows(buffer, sequence.SampleIndex(env, start), horizon)
+    uniform over episodes, then over starts (the reference's SliceSampler). A window of H
+    transition rows is the shared ring's window of H rows (``horizon - 1`` there)."""
+    index = sequence.tdmpc2_index(buffer, key, batch_size, horizon - 1)
+    rows = sequence.gather_windows(buffer, index, horizon)
     obs = jnp.concatenate([rows["obs"], rows["next_obs"][:, -1:]], axis=1)
     return TDMPC2Slice(
         obs=obs, action=rows["action"], reward=rows["reward"], terminated=rows["is_terminal"]
@@ -159,7 +148,7 @@ def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
         step) once past seed_steps; seed_steps pretraining updates when it is reached."""
         first = (step <= seed_steps) & (seed_steps < step + n)
         count = jnp.where(step + n <= seed_steps, 0, jnp.where(first, seed_steps, n))
-        count = jnp.where(can_sample(buffer, horizon), count, 0)
+        count = lockstep(jnp.where(can_sample(buffer, horizon), count, 0))
 
         def one(i, learner):
             k_sample, k_update = jax.random.split(jax.random.fold_in(key, i))
@@ -171,10 +160,12 @@ def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
 
     def vector_step(state: LoopState, _):
         key, k_act, k_rand, k_env, k_learn = jax.random.split(state.key, 5)
-        planned, planner = agent_act(state.learner, state.planner, state.obs, k_act, False)
-        random = random_actions(env, k_rand, n)
-        exploring = state.step <= seed_steps  # online_trainer: plan once _step > seed_steps
-        action = jnp.where(exploring, random, planned)
+        exploring = lockstep(state.step <= seed_steps)  # online_trainer: plan once past them
+        action, planner = jax.lax.cond(
+            exploring,
+            lambda: (random_actions(env, k_rand, n), state.planner),
+            lambda: agent_act(state.learner, state.planner, state.obs, k_act, False),
+        )
         ts = jax.vmap(env_step)(
             jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
         )
@@ -192,7 +183,6 @@ def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
         step = state.step + n
         learner = learn(state.learner, buffer, state.step, k_learn)
         planner = planner.replace(t0=done)
-        planner = tree_select(exploring, state.planner.replace(t0=done), planner)
         state = state.replace(
             learner=learner,
             planner=planner,
