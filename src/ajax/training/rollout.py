@@ -31,8 +31,9 @@ def env_config_of(env, n_envs: int = 1) -> EnvConfig:
 def lockstep(x: jax.Array) -> jax.Array:
     """``x`` itself; under ``jax.vmap`` the first seed's value, unbatched.
 
-    For values every vmapped seed shares because all seeds step together (step counters and
-    what depends only on them). A ``lax.cond`` on a batched predicate becomes a select that
+    Only for values every vmapped seed shares because all seeds step together: step counters
+    and what depends on them alone, never on a seed's data (episode ends, buffer contents),
+    since the other seeds' values are dropped. A ``lax.cond`` on a batched predicate becomes a select that
     computes both branches, so without this every seed would run the update (and TD-MPC2 its
     planner) during the random-action warm-up and discard the result.
     """

@@ -147,14 +147,17 @@ def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
         """n updates per vector step from agent step ``step`` on (counted before this vector
         step) once past seed_steps; seed_steps pretraining updates when it is reached."""
         first = (step <= seed_steps) & (seed_steps < step + n)
-        count = jnp.where(step + n <= seed_steps, 0, jnp.where(first, seed_steps, n))
-        count = lockstep(jnp.where(can_sample(buffer, horizon), count, 0))
+        count = lockstep(jnp.where(step + n <= seed_steps, 0, jnp.where(first, seed_steps, n)))
+        # Per seed, not lockstep: episodes of a terminating task end at different steps in
+        # different seeds. A seed with no completed episode yet keeps its learner.
+        ready = can_sample(buffer, horizon)
 
         def one(i, learner):
             k_sample, k_update = jax.random.split(jax.random.fold_in(key, i))
             batch = sample_batch(buffer, k_sample, cfg.batch_size, horizon)
             batch = update_lib.time_major(batch)
-            return update_lib.update(cfg, model, discount, learner, batch, k_update)[0]
+            new = update_lib.update(cfg, model, discount, learner, batch, k_update)[0]
+            return tree_select(ready, new, learner)
 
         return jax.lax.fori_loop(0, count, one, learner)
 
