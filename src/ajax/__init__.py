@@ -23,6 +23,8 @@ _AGENTS = {
     "PPOConfig": ("ajax.agents.ppo", "PPOConfig"),
     "TDMPC2": ("ajax.agents.tdmpc2", "TDMPC2"),
     "TDMPC2Config": ("ajax.agents.tdmpc2", "TDMPC2Config"),
+    "DreamerV3": ("ajax.agents.dreamerv3", "DreamerV3"),
+    "DreamerV3Config": ("ajax.agents.dreamerv3", "DreamerV3Config"),
     "make_env": ("ajax.environments", "make_env"),
 }
 

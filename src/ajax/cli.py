@@ -27,6 +27,9 @@ def _agents() -> dict[str, type]:
         from ajax.agents.tdmpc2 import TDMPC2
 
         agents["tdmpc2"] = TDMPC2
+        from ajax.agents.dreamerv3 import DreamerV3
+
+        agents["dreamerv3"] = DreamerV3
     except ImportError:
         pass
     return agents

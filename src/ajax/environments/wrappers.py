@@ -168,3 +168,63 @@ class VmapEnv(Wrapper):
     def step(self, key: jax.Array, state: Any, action: jax.Array) -> TimeStep:
         keys = jax.random.split(key, self.n_envs)
         return jax.vmap(self.env.step)(keys, state, action)
+
+
+@struct.dataclass
+class ExplicitResetState:
+    """The inner state plus, per env, a pending reset: its first observation waits one tick."""
+
+    env_state: Any
+    pending: jax.Array
+    first_obs: jax.Array
+
+
+class ExplicitReset(Wrapper):
+    """Episodes end on their own tick and restart on the next one (DESIGN.md 5.2, option (a)).
+
+    For DreamerV3's row stream (embodied driver): the tick that ends an episode returns its
+    true last observation (``obs == final_obs``) with ``info["is_last"]`` and, when terminal,
+    ``info["is_terminal"]``; the next tick is a hold tick: its action is ignored, the inner env
+    does not advance, and it returns the new episode's first observation with
+    ``info["is_first"]``, reward 0 and no flags. Every env still emits one observation per tick,
+    so vectorised envs stay in lockstep; an episode of T transitions takes T + 1 ticks. The inner
+    env's auto-reset supplies the first observation (drawn on the ending tick).
+    """
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        ts = self.env.reset(key)
+        no = jnp.zeros_like(ts.terminated)
+        state = ExplicitResetState(ts.state, no, ts.obs)
+        return self._emit(ts.replace(state=state), ~no, no, no)
+
+    def step(self, key: jax.Array, state: ExplicitResetState, action: jax.Array) -> TimeStep:
+        inner = self.env.step(key, state.env_state, action)
+        done = inner.done
+        hold = state.pending
+        zeros = jnp.zeros_like(inner.reward)
+        # A hold tick keeps the inner state (already reset on the ending tick).
+        env_state = tree_select(hold, state.env_state, inner.state)
+        obs = jnp.where(_col(hold, inner.obs), state.first_obs, inner.final_obs)
+        ts = inner.replace(
+            state=ExplicitResetState(
+                env_state=env_state,
+                pending=~hold & done,
+                first_obs=jnp.where(_col(~hold & done, inner.obs), inner.obs, state.first_obs),
+            ),
+            obs=obs,
+            final_obs=obs,
+            reward=jnp.where(hold, zeros, inner.reward),
+            terminated=~hold & inner.terminated,
+            truncated=~hold & inner.truncated,
+        )
+        return self._emit(ts, hold, ts.terminated | ts.truncated, ts.terminated)
+
+    @staticmethod
+    def _emit(ts: TimeStep, is_first, is_last, is_terminal) -> TimeStep:
+        info = {**ts.info, "is_first": is_first, "is_last": is_last, "is_terminal": is_terminal}
+        return ts.replace(info=info)
+
+
+def _col(flag: jax.Array, x: jax.Array) -> jax.Array:
+    """``flag`` [...] broadcast against ``x`` [..., obs_dim]."""
+    return jnp.reshape(flag, flag.shape + (1,) * (x.ndim - flag.ndim))

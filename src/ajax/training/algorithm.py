@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
+from ajax.training.loop import Policy, stateless
 
 
 class Chunks(NamedTuple):
@@ -87,8 +88,13 @@ class Algorithm:
         raise NotImplementedError
 
     def agent_act(self) -> Callable:
-        """``act(agent_state, obs, key, deterministic) -> action``."""
+        """``act(agent_state, obs, key, deterministic) -> action`` of a policy without carry."""
         raise NotImplementedError
+
+    def policy(self) -> Policy:
+        """The acting :class:`~ajax.training.loop.Policy` (evaluation, ``ajax eval``); agents
+        whose policy carries state (a planner, a recurrent latent) override it."""
+        return stateless(self.agent_act())
 
     def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
         """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like."""

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.training.checkpoint import latest_step, restore_checkpoint
-from ajax.training.rollout import evaluate
+from ajax.training.loop import evaluate
 
 
 def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float]:
@@ -25,12 +25,12 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
     template = jax.jit(jax.vmap(chunks.init))(keys)
     state = restore_checkpoint(ckpt, template)
-    act = algo.agent_act()
+    policy = algo.policy()
 
     @jax.jit
     @jax.vmap
     def run(agent_state, key):
-        return evaluate(algo.eval_env, lambda o, k: act(agent_state, o, k, True), key, episodes)
+        return evaluate(algo.eval_env, policy, agent_state, key, episodes)
 
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
     return np.asarray(run(state.agent, eval_keys)).tolist()

@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from ajax.training.config import LoopConfig
-from ajax.training.rollout import EpisodeTracker, end_of_chunk, to_env_action
+from ajax.training.loop import end_of_chunk, stateless
+from ajax.training.rollout import EpisodeTracker, to_env_action
 
 
 class Rollout(NamedTuple):
@@ -103,6 +104,7 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
 
     def run_chunk(state: OnPolicyState):
         state, metrics = jax.lax.scan(iteration, state, None, length=per_chunk)
-        return end_of_chunk(state, metrics, eval_env, agent.act, config.eval_episodes)
+        last = {k: v[-1] for k, v in metrics.items()}
+        return end_of_chunk(state, last, eval_env, stateless(agent.act), config.eval_episodes)
 
     return init, run_chunk, per_chunk * n * n_steps

@@ -1,8 +1,6 @@
-"""Acting in an env: random and agent actions, episode returns, deterministic evaluation."""
+"""Acting in an env: random and agent actions, unit conversion, episode returns, lockstep."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import flax.struct
 import jax
@@ -88,48 +86,3 @@ class EpisodeTracker(flax.struct.PyTreeNode):
         has = self.finished > 0
         total = jnp.sum(jnp.where(has, self.last, 0.0))
         return jnp.where(has.any(), total / jnp.maximum(has.sum(), 1), jnp.nan)
-
-
-def evaluate(
-    env, policy: Callable[[jax.Array, jax.Array], jax.Array], key, episodes: int
-) -> jax.Array:
-    """Mean undiscounted return of ``episodes`` parallel episodes of ``policy(obs, key)``.
-
-    Each env copy runs until its first episode ends (or ``max_episode_steps``); rewards after
-    that are masked, so auto-reset never leaks a second episode into the score.
-    """
-    k_reset, k_run = jax.random.split(key)
-    ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
-    obs, state = ts.obs, ts.state
-
-    def step(carry, k):
-        obs, state, ret, alive = carry
-        k_act, k_env = jax.random.split(k)
-        action = policy(obs, k_act)
-        out = jax.vmap(env.step)(
-            jax.random.split(k_env, episodes), state, to_env_action(env, action)
-        )
-        ret = ret + jnp.where(alive, out.reward, 0.0)
-        alive = alive & ~(out.terminated | out.truncated)
-        return (out.obs, out.state, ret, alive), None
-
-    init = (obs, state, jnp.zeros((episodes,), jnp.float32), jnp.ones((episodes,), bool))
-    if env.spec.max_episode_steps is None:
-        raise ValueError(f"{env.spec.env_id} has no time limit: evaluation needs max_episode_steps")
-    keys = jax.random.split(k_run, env.spec.max_episode_steps)
-    (_, _, ret, _), _ = jax.lax.scan(step, init, keys)
-    return ret.mean()
-
-
-def end_of_chunk(state, metrics: dict, eval_env, act, episodes: int):
-    """Close a chunk of a loop: evaluate ``state.agent`` deterministically and build the record
-    (``step``, ``eval_return``, ``train_return`` and the last value of each update metric)."""
-    key, k_eval = jax.random.split(state.key)
-    eval_return = evaluate(eval_env, lambda o, k: act(state.agent, o, k, True), k_eval, episodes)
-    record = {
-        "step": state.step,
-        "eval_return": eval_return,
-        "train_return": state.episodes.last_return_mean(),
-        **{k: v[-1] for k, v in metrics.items()},
-    }
-    return state.replace(key=key), record

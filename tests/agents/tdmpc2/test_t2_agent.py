@@ -152,7 +152,7 @@ def test_t2_agent_smoke_pendulum_two_envs():
     fresh = TDMPC2("Pendulum-v1", cfg).make_chunks(400).init(jax.random.PRNGKey(0))
     moved = jax.tree.map(
         lambda a, b: float(jnp.max(jnp.abs(a[0] - b))),
-        result.state.learner.params["pi"],
-        fresh.learner.params["pi"],
+        result.state.agent.params["pi"],
+        fresh.agent.params["pi"],
     )
     assert max(jax.tree.leaves(moved)) > 0

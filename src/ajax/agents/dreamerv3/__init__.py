@@ -1,4 +1,10 @@
-"""DreamerV3's agent-local blocks (spec 000 B6, B8, B12, B14-B17).
+"""DreamerV3 (Hafner et al., arXiv:2301.04104): ``ajax.DreamerV3`` and its agent-local blocks.
+
+- :mod:`.config`: DreamerV3Config with the official size presets ("1m" ... "400m").
+- :mod:`.model`: encoder, decoder, reward / continue / value heads and the actor (Nets).
+- :mod:`.losses`: world_model_loss, imagine_loss, replay_value_loss, total_loss.
+- :mod:`.update`: the learner state, one train step, the acting step.
+- :mod:`.agent`: hold-tick rows, the train-ratio clock and learning for the shared loop.
 
 - :mod:`.latents`: unimix categorical latents, straight-through samples, KL, free bits, dyn/rep losses.
 - :mod:`.networks`: BlockLinear, the block-GRU RSSM core, prior and posterior heads, RSSMConfig.
@@ -7,6 +13,9 @@
 - :mod:`.optim`: per-tensor AGC and the LaProp chain.
 """
 
+from ajax.agents.dreamerv3.agent import policy as agent_policy
+from ajax.agents.dreamerv3.agent import replay_agent
+from ajax.agents.dreamerv3.config import MODEL_SIZES, DreamerV3Config
 from ajax.agents.dreamerv3.latents import (
     categorical_entropy,
     categorical_kl,
@@ -16,6 +25,7 @@ from ajax.agents.dreamerv3.latents import (
     rep_loss,
     unimix_logits,
 )
+from ajax.agents.dreamerv3.model import Nets
 from ajax.agents.dreamerv3.networks import RSSM, BlockLinear, RSSMConfig, block_gru_gates
 from ajax.agents.dreamerv3.optim import clip_by_agc_per_tensor, laprop_agc, warmup_constant
 from ajax.agents.dreamerv3.policy import (
@@ -36,8 +46,58 @@ from ajax.agents.dreamerv3.rssm import (
     observe,
     observe_step,
 )
+from ajax.environments.wrappers import ExplicitReset
+from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.loop import make_loop
+
+
+class DreamerV3(Algorithm):
+    """DreamerV3 on vector observations, discrete or continuous actions, JAX envs.
+
+    ``DreamerV3("CartPole-v1", DreamerV3Config.preset("1m")).train(seed, total_steps,
+    n_seeds)``: the whole run (acting, hold ticks, replay, updates, evaluation) is one jitted
+    scan, vmapped over seeds.
+    """
+
+    name = "dreamerv3"
+    config_cls = DreamerV3Config
+    continuous = True
+    discrete = True
+
+    def __init__(self, env="CartPole-v1", config=None, **env_options):
+        super().__init__(env, config, **env_options)
+        if len(self.env.spec.observation_shape) != 1:
+            raise ValueError(
+                f"dreamerv3 takes flat vector observations; {self.env_id!r} has shape "
+                f"{self.env.spec.observation_shape} and there is no image encoder yet"
+            )
+        if self.is_jax:
+            self.train_env = ExplicitReset(self.env)
+
+    def make_chunks(self, total_steps: int) -> Chunks:
+        if not self.is_jax:
+            raise ValueError(
+                f"dreamerv3 runs on JAX environments only so far; {self.env_id!r} is a host env. "
+                "Pick a gymnax/brax/playground env (e.g. CartPole-v1, Pendulum-v1)."
+            )
+        agent = replay_agent(self.config, self.train_env, total_steps)
+        loop = make_loop(self.config, self.train_env, self.eval_env, agent)
+        return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk,
+                      n_chunks_for(total_steps, loop.steps_per_chunk))  # fmt: skip
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        return self.make_chunks(total_steps)  # raises the message above
+
+    def policy(self):
+        spec = self.env.spec
+        nets = Nets.create(self.config, spec.obs_dim, spec.action_dim, spec.discrete)
+        return agent_policy(self.config, nets, spec.action_dim, spec.discrete)
+
 
 __all__ = [
+    "MODEL_SIZES",
+    "DreamerV3",
+    "DreamerV3Config",
     "RSSM",
     "BlockLinear",
     "BoundedNormal",

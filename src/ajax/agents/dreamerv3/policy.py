@@ -20,6 +20,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from ajax.agents.dreamerv3.latents import unimix_logits
 from ajax.distributional import bernoulli_loss
 from ajax.networks.blocks import linear
 
@@ -105,3 +106,30 @@ def continue_loss(logits: jax.Array, is_terminal: jax.Array, horizon: float = 33
     arXiv:2301.04104v2 Eq. 4 (continue predictor); agent.py:177. No reduction.
     """
     return bernoulli_loss(logits, jax.lax.stop_gradient(continue_target(is_terminal, horizon)))
+
+
+class UnimixCategorical(flax.struct.PyTreeNode):
+    """DreamerV3's discrete policy: a categorical over the last axis with a 1 % uniform mixture.
+
+    outs.py:208-250 (Categorical with unimix 0.01; configs.yaml policy). ``logits`` are the
+    mixed log-probabilities. Samples and modes are integer action indices.
+    """
+
+    logits: jax.Array
+
+    @classmethod
+    def create(cls, raw: jax.Array, unimix: float = 0.01) -> UnimixCategorical:
+        return cls(jax.nn.log_softmax(unimix_logits(raw, unimix), axis=-1))
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return jax.random.categorical(key, self.logits, axis=-1).astype(jnp.int32)
+
+    def mode(self) -> jax.Array:
+        return jnp.argmax(self.logits, axis=-1).astype(jnp.int32)
+
+    def log_prob(self, index: jax.Array) -> jax.Array:
+        index = jnp.asarray(index, jnp.int32)
+        return jnp.take_along_axis(self.logits, index[..., None], axis=-1)[..., 0]
+
+    def entropy(self) -> jax.Array:
+        return -jnp.sum(jnp.exp(self.logits) * self.logits, axis=-1)

@@ -16,7 +16,8 @@ The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuou
 """
 
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
-from ajax.agents.tdmpc2.agent import make_loop
+from ajax.agents.tdmpc2.agent import make_loop, repeated
+from ajax.agents.tdmpc2.agent import policy as agent_policy
 from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
 from ajax.agents.tdmpc2.networks import (
@@ -64,9 +65,16 @@ class TDMPC2(Algorithm):
     """
 
     name = "tdmpc2"
+
     config_cls = TDMPC2Config
     continuous = True
     discrete = False
+
+    def __init__(self, env="Pendulum-v1", config=None, **env_options):
+        super().__init__(env, config, **env_options)
+        if self.is_jax:  # the agent acts every action_repeat env steps, in training and eval
+            self.env = repeated(self.config, self.env)
+            self.eval_env = repeated(self.config, self.eval_env)
 
     def make_chunks(self, total_steps: int) -> Chunks:
         if not self.is_jax:
@@ -84,17 +92,9 @@ class TDMPC2(Algorithm):
             "Pick a JAX env (gymnax, brax, playground), e.g. Pendulum-v1."
         )
 
-    def agent_act(self):
-        """``act(state, obs, key, deterministic) -> action`` from a :class:`LoopState`; plans
-        from the episode's first step (t0) every call."""
-        loop = make_loop(self.config, self.env, self.eval_env, 1)
-
-        def act(state, obs, key, deterministic):
-            horizon, action_dim = self.config.planner.horizon, self.env.spec.action_dim
-            planner = ActState.create(obs.shape[0], horizon, action_dim)
-            return loop.act(state.learner, planner, obs, key, deterministic)[0]
-
-        return act
+    def policy(self):
+        """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""
+        return agent_policy(self.config, self.env)
 
 
 __all__ = [

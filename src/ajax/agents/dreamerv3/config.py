@@ -1,0 +1,175 @@
+"""DreamerV3 hyperparameters: model sizes as presets, the losses' constants, replay and optimiser.
+
+Defaults are the official configuration (danijar/dreamerv3@e3f0224 dreamerv3/configs.yaml:
+``defaults`` and the ``size1m`` ... ``size400m`` blocks) and arXiv:2301.04104v2 Table 4. The size
+presets change the widths only: RSSM deter / hidden / classes and the MLP units of every head.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ajax.agents.dreamerv3.networks import RSSMConfig
+from ajax.distributional import TwoHot
+from ajax.training.config import LoopConfig
+
+# configs.yaml size presets: (deter, hidden, classes, units). The CNN depth equals units / 16
+# (4 ... 96) and only matters for image inputs, which this agent does not take yet.
+MODEL_SIZES: dict[str, tuple[int, int, int, int]] = {
+    "1m": (512, 64, 4, 64),
+    "12m": (2048, 256, 16, 256),
+    "25m": (3072, 384, 24, 384),
+    "50m": (4096, 512, 32, 512),
+    "100m": (6144, 768, 48, 768),
+    "200m": (8192, 1024, 64, 1024),
+    "400m": (12288, 1536, 96, 1536),
+}
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclasses.dataclass(frozen=True)
+class Architecture:
+    """The widths of one model size (computed from ``model_size``, never stored)."""
+
+    deter: int
+    hidden: int
+    classes: int
+    units: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DreamerV3Config(LoopConfig):
+    """DreamerV3 (configs.yaml ``defaults``; paper Table 4).
+
+    Attributes:
+        model_size: one of ``MODEL_SIZES`` (configs.yaml size1m ... size400m).
+        stoch, blocks, unimix, free_nats: RSSM latents (32 categoricals), GRU blocks, the 1 %
+            uniform mixture and the free nats of the dyn/rep KL (rssm.py, configs.yaml:91).
+        enc_layers, dec_layers, head_layers, ac_layers: MLP depths of the encoder and decoder (3),
+            the reward and continue heads (1) and the actor and critic (3).
+        bins: two-hot bins of the reward and value heads (symexp spacing, 255).
+        batch_size, batch_length: B x T replayed per update (16 x 64); ``replay_context`` more
+            rows in front of each window carry the stored latent that starts it (1).
+        train_ratio: replayed steps per env step; updates per env step are
+            train_ratio / (batch_size x batch_length) (32: one update per 32 env steps).
+        buffer_size: replay capacity in rows (all envs; capped by the run's length).
+        imag_length: H, imagination horizon (15).
+        horizon: 333; the discount 1 - 1/horizon is folded into the continue label (contdisc).
+        lam: lambda of the returns (0.95). actent: entropy bonus (3e-4).
+        slowreg: weight of the regulariser towards the slow critic; slow_rate: its EMA rate.
+        retnorm_rate, retnorm_limit: the return normaliser (percentile EMA rate, scale floor).
+        lr, agc, eps, beta1, beta2, warmup: LaProp with per-tensor AGC (configs.yaml opt).
+        scale_*: loss scales (configs.yaml loss_scales: rec, rew, con, dyn 1; rep 0.1;
+            policy, value 1; repval 0.3).
+        minstd, maxstd: bounded-normal std range of continuous policies.
+    """
+
+    model_size: str = "12m"
+    stoch: int = 32
+    blocks: int = 8
+    unimix: float = 0.01
+    free_nats: float = 1.0
+    enc_layers: int = 3
+    dec_layers: int = 3
+    head_layers: int = 1
+    ac_layers: int = 3
+    bins: int = 255
+    batch_size: int = 16
+    batch_length: int = 64
+    replay_context: int = 1
+    train_ratio: float = 32.0
+    buffer_size: int = 5_000_000
+    imag_length: int = 15
+    horizon: float = 333.0
+    lam: float = 0.95
+    actent: float = 3e-4
+    slowreg: float = 1.0
+    slow_rate: float = 0.02
+    retnorm_rate: float = 0.01
+    retnorm_limit: float = 1.0
+    lr: float = 4e-5
+    agc: float = 0.3
+    eps: float = 1e-20
+    beta1: float = 0.9
+    beta2: float = 0.999
+    warmup: int = 1000
+    scale_rec: float = 1.0
+    scale_rew: float = 1.0
+    scale_con: float = 1.0
+    scale_dyn: float = 1.0
+    scale_rep: float = 0.1
+    scale_policy: float = 1.0
+    scale_value: float = 1.0
+    scale_repval: float = 0.3
+    minstd: float = 0.1
+    maxstd: float = 1.0
+    eval_episodes: int = 4
+
+    def __post_init__(self):
+        super().__post_init__()
+        _require(
+            self.model_size in MODEL_SIZES,
+            f"unknown DreamerV3 model size {self.model_size!r}; valid: {list(MODEL_SIZES)}",
+        )
+        for name in (
+            "stoch", "blocks", "bins", "batch_size", "batch_length", "buffer_size",
+            "imag_length", "enc_layers", "dec_layers", "head_layers", "ac_layers",
+        ):  # fmt: skip
+            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        _require(self.replay_context in (0, 1), "replay_context must be 0 or 1")
+        _require(self.train_ratio > 0, f"train_ratio must be > 0, got {self.train_ratio}")
+        _require(self.horizon > 1, f"horizon must be > 1, got {self.horizon}")
+        for name in ("lam", "slow_rate", "retnorm_rate"):
+            value = getattr(self, name)
+            _require(0.0 <= value <= 1.0, f"{name} must be in [0, 1], got {value}")
+        for name in ("lr", "retnorm_limit"):
+            _require(getattr(self, name) > 0, f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("actent", "slowreg", "agc", "eps", "warmup", "free_nats") + tuple(
+            f.name for f in dataclasses.fields(self) if f.name.startswith("scale_")
+        ):
+            _require(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
+        _require(0 < self.minstd <= self.maxstd, "need 0 < minstd <= maxstd")
+        _require(
+            self.buffer_size // self.n_envs >= self.window,
+            f"buffer_size {self.buffer_size} holds fewer than batch_length + replay_context = "
+            f"{self.window} rows per env; raise --buffer-size or lower --batch-length",
+        )
+        RSSMConfig(self.arch.deter, self.arch.hidden, self.arch.classes, 1, stoch=self.stoch,
+                   blocks=self.blocks, unimix=self.unimix)  # fmt: skip
+        self.two_hot()
+
+    @classmethod
+    def preset(cls, size: str, **overrides) -> DreamerV3Config:
+        """The official model of ``size``: "1m", "12m", "25m", "50m", "100m", "200m", "400m"."""
+        size = str(size).lower()
+        if size not in MODEL_SIZES:
+            raise ValueError(f"unknown DreamerV3 model size {size!r}; valid: {list(MODEL_SIZES)}")
+        return cls(model_size=size, **overrides)
+
+    @property
+    def arch(self) -> Architecture:
+        return Architecture(*MODEL_SIZES[self.model_size])
+
+    @property
+    def window(self) -> int:
+        """Rows per sampled window: the context row(s) plus batch_length."""
+        return self.batch_length + self.replay_context
+
+    @property
+    def updates_per_step(self) -> float:
+        """train_ratio / (batch_size x batch_length): updates per env step."""
+        return self.train_ratio / (self.batch_size * self.batch_length)
+
+    def rssm(self, action_dim: int, discrete: bool) -> RSSMConfig:
+        a = self.arch
+        return RSSMConfig(
+            a.deter, a.hidden, a.classes, action_dim, discrete, stoch=self.stoch,
+            blocks=self.blocks, unimix=self.unimix,
+        )  # fmt: skip
+
+    def two_hot(self) -> TwoHot:
+        return TwoHot.dreamerv3(self.bins)

@@ -1,0 +1,132 @@
+"""DreamerV3's encoder, decoder, heads and actor around the RSSM, and their parameters.
+
+danijar/dreamerv3@e3f0224: dreamerv3/rssm.py (Encoder, Decoder: the vector path of the
+``simple`` encoder/decoder), dreamerv3/agent.py:43-70 (rew, con, pol, val heads and
+``feat2tensor``) and configs.yaml (layers, units, outscales). Vector observations only: the
+encoder symlogs them, the decoder predicts them in symlog space (symlog-MSE, summed over
+features). Every head is NormedMLP.dreamerv3 followed by one Linear:
+
+- reward and value: 255 two-hot logits at outscale 0 (an exactly zero first prediction);
+- continue: one Bernoulli logit at outscale 1;
+- policy: bounded normal (outscale 0.01) for boxes, unimix categorical (outscale 0.01) for
+  discrete actions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from ajax.agents.dreamerv3.config import DreamerV3Config
+from ajax.agents.dreamerv3.networks import RSSM
+from ajax.agents.dreamerv3.policy import BoundedNormalHead, UnimixCategorical
+from ajax.agents.dreamerv3.rssm import RSSMState, initial_state
+from ajax.distributional import symlog
+from ajax.networks.blocks import NormedMLP, linear
+
+_INIT = "trunc_normal_fan_in"
+MODULES = ("enc", "dyn", "dec", "rew", "con", "pol", "val")
+
+
+class MLPHead(nn.Module):
+    """NormedMLP.dreamerv3(layers, units) then Linear(out) at ``outscale`` (heads.py MLPHead)."""
+
+    layers: int
+    units: int
+    out: int
+    outscale: float
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        h = NormedMLP.dreamerv3(self.layers, self.units)(x)
+        return linear(self.out, _INIT, outscale=self.outscale, name="out")(h)
+
+
+class Encoder(nn.Module):
+    """symlog(obs) -> NormedMLP.dreamerv3(layers, units): the tokens the posterior sees."""
+
+    layers: int
+    units: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return NormedMLP.dreamerv3(self.layers, self.units)(symlog(jnp.asarray(obs, jnp.float32)))
+
+
+class Actor(nn.Module):
+    """The policy head: the action distribution for features [..., F] (agent.py:57-63)."""
+
+    layers: int
+    units: int
+    action_dim: int
+    discrete: bool
+    minstd: float = 0.1
+    maxstd: float = 1.0
+    unimix: float = 0.01
+
+    @nn.compact
+    def __call__(self, x: jax.Array):
+        h = NormedMLP.dreamerv3(self.layers, self.units)(x)
+        if self.discrete:
+            logits = linear(self.action_dim, _INIT, outscale=0.01, name="out")(h)
+            return UnimixCategorical.create(logits, self.unimix)
+        return BoundedNormalHead(self.action_dim, self.minstd, self.maxstd, name="out")(h)
+
+
+@dataclasses.dataclass(frozen=True)
+class Nets:
+    """The agent's modules (static): build with :meth:`create`, apply with :meth:`apply`."""
+
+    rssm: RSSM
+    enc: Encoder
+    dec: MLPHead
+    rew: MLPHead
+    con: MLPHead
+    pol: Actor
+    val: MLPHead
+
+    @classmethod
+    def create(cls, cfg: DreamerV3Config, obs_dim: int, action_dim: int, discrete: bool) -> Nets:
+        u = cfg.arch.units
+        return cls(
+            rssm=RSSM(cfg.rssm(action_dim, discrete)),
+            enc=Encoder(cfg.enc_layers, u),
+            dec=MLPHead(cfg.dec_layers, u, obs_dim, 1.0),
+            rew=MLPHead(cfg.head_layers, u, cfg.bins, 0.0),
+            con=MLPHead(cfg.head_layers, u, 1, 1.0),
+            pol=Actor(cfg.ac_layers, u, action_dim, discrete, cfg.minstd, cfg.maxstd, cfg.unimix),
+            val=MLPHead(cfg.ac_layers, u, cfg.bins, 0.0),
+        )
+
+    def apply(self, name: str, params: dict, *args):
+        """Apply module ``name`` ('enc', 'dec', 'rew', 'con', 'pol', 'val') with ``params[name]``."""
+        return getattr(self, name).apply({"params": params[name]}, *args)
+
+    def init(self, key: jax.Array, obs_dim: int) -> dict:
+        """Parameters of every module, ``{enc, dyn, dec, rew, con, pol, val}``."""
+        c = self.rssm.config
+        keys = dict(zip(MODULES, jax.random.split(key, len(MODULES)), strict=True))
+        state = initial_state(c, 1)
+        action = jnp.zeros((1, c.action_dim), jnp.float32)
+        tokens = jnp.zeros((1, self.enc.units), jnp.float32)
+        feat = jnp.zeros((1, c.deter + c.stoch * c.classes), jnp.float32)
+        init = lambda name, *args: getattr(self, name).init(keys[name], *args)["params"]
+        return {
+            "enc": init("enc", jnp.zeros((1, obs_dim), jnp.float32)),
+            "dyn": self.rssm.init(keys["dyn"], state.deter, state.stoch, action, tokens)["params"],
+            **{name: init(name, feat) for name in ("dec", "rew", "con", "pol", "val")},
+        }
+
+
+def feat(state: RSSMState) -> jax.Array:
+    """concat(deter, flat stoch) [..., D + S C]: what every head reads (agent.py feat2tensor)."""
+    stoch = state.stoch.reshape(*state.stoch.shape[:-2], -1)
+    return jnp.concatenate([state.deter, stoch], axis=-1)
+
+
+def param_count(params) -> int:
+    """Number of parameters (the official optimiser's printed count covers the same modules)."""
+    return int(sum(x.size for x in jax.tree.leaves(params)))

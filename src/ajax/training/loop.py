@@ -1,0 +1,250 @@
+"""The one collect / learn / evaluate loop of the replay agents (SAC, TD3, TD-MPC2, DreamerV3).
+
+A run is chunks of ``eval_freq // n_envs`` vector ticks under one ``lax.scan``, each chunk ending
+with a deterministic evaluation; :func:`make_loop` returns ``init(key)`` and
+``run_chunk(state) -> (state, record)``, so ``train(key)`` jits and vmaps over seeds and the
+command line runs the same chunks one call at a time to log, checkpoint and resume bitwise.
+
+An agent plugs in with a :class:`ReplayAgent`, i.e. three plug points and a learner:
+
+- a :class:`Policy` that carries state, ``act(agent, carry, tick, key, deterministic) ->
+  (action, carry)``: TD-MPC2's planner warm start, DreamerV3's RSSM latent, ``()`` for SAC;
+  the policy resets its own carry where ``tick.is_first`` is set;
+- a :class:`Clock`, ``tick(clock_state, step) -> (count, clock_state)``: how many updates this
+  tick runs, computed from the env-step count alone (never from a seed's data), so it is
+  :func:`~ajax.training.rollout.lockstep` and the update ``cond`` stays a branch under vmap;
+- a row writer, ``write(replay, tick, action, carry, ts) -> replay``: what one tick stores
+  (SARS' transitions, TD-MPC2's transition rows, DreamerV3's rows with hold ticks);
+- ``learn(agent, replay, count, key) -> (agent, replay, metrics)`` runs ``count`` updates.
+
+The record of a chunk holds ``step``, ``eval_return``, ``train_return`` and the metrics of the
+chunk's last update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
+
+
+class Tick(flax.struct.PyTreeNode):
+    """The observation an agent acts on at one vector tick, with its flags (leading [N]).
+
+    ``reward`` is the reward received on arriving at ``obs``; ``is_last``/``is_terminal`` say that
+    ``obs`` ends its episode, which only an env with explicit resets
+    (:class:`~ajax.environments.wrappers.ExplicitReset`) shows: under auto-reset a done step
+    already returns the next episode's first observation.
+    """
+
+    obs: jax.Array
+    reward: jax.Array
+    is_first: jax.Array
+    is_last: jax.Array
+    is_terminal: jax.Array
+
+    @classmethod
+    def of(cls, ts) -> Tick:
+        """The tick a TimeStep leads to (explicit flags when the env reports them)."""
+        if "is_first" in ts.info:
+            info = ts.info
+            return cls(ts.obs, ts.reward, info["is_first"], info["is_last"], info["is_terminal"])
+        no = jnp.zeros_like(ts.done)
+        return cls(ts.obs, ts.reward, ts.done, no, no)
+
+    @classmethod
+    def reset(cls, ts) -> Tick:
+        """The first tick of a run (every env starts an episode)."""
+        tick = cls.of(ts)
+        return tick.replace(is_first=jnp.ones_like(tick.is_first))
+
+
+class Policy(NamedTuple):
+    """``init(n) -> carry`` for n envs; ``act(agent, carry, tick, key, deterministic) ->
+    (action [N, ...] in agent units, carry)``."""
+
+    init: Callable[[int], Any]
+    act: Callable[..., tuple[jax.Array, Any]]
+
+
+def stateless(act: Callable) -> Policy:
+    """A :class:`Policy` of ``act(agent, obs, key, deterministic) -> action`` (no carry)."""
+    return Policy(init=lambda n: (), act=lambda a, c, tick, k, d: (act(a, tick.obs, k, d), c))
+
+
+class Clock(NamedTuple):
+    """``init() -> clock_state``; ``tick(clock_state, step) -> (count, clock_state)`` with
+    ``step`` the env steps so far, counting this tick (all envs together)."""
+
+    init: Callable[[], Any]
+    tick: Callable[[Any, jax.Array], tuple[jax.Array, Any]]
+
+
+class ReplayAgent(NamedTuple):
+    """What an agent gives :func:`make_loop` (see the module docstring).
+
+    ``init(key, tick) -> (agent, replay)`` sees the first tick (leading [N]) to shape the replay.
+    ``random_steps``: env steps of uniform random actions before the policy acts (the policy's
+    carry is left alone meanwhile).
+    """
+
+    init: Callable[[jax.Array, Tick], tuple[Any, Any]]
+    policy: Policy
+    write: Callable[..., Any]
+    clock: Clock
+    learn: Callable[..., tuple[Any, Any, dict]]
+    random_steps: int = 0
+
+
+class LoopState(flax.struct.PyTreeNode):
+    """Everything a run needs to continue: checkpointing this resumes it exactly."""
+
+    agent: Any
+    carry: Any
+    replay: Any
+    clock: Any
+    metrics: dict  # the last update's metrics (zeros before the first update)
+    env_state: Any
+    tick: Tick
+    episodes: EpisodeTracker
+    key: jax.Array
+    step: jax.Array  # env steps so far, all envs together
+
+
+class Loop(NamedTuple):
+    init: Callable
+    run_chunk: Callable
+    steps_per_chunk: int
+
+
+def zeros_like_shapes(fn: Callable, *args) -> Any:
+    """Zeros shaped like ``fn(*args)``'s output (without running it)."""
+    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args))
+
+
+def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
+    """The loop of ``agent`` on ``env``; ``config`` gives ``n_envs``, ``eval_freq`` and
+    ``eval_episodes`` (a :class:`~ajax.training.config.LoopConfig`)."""
+    n = config.n_envs
+    per_chunk = max(1, config.eval_freq // n)
+    policy = agent.policy
+
+    def init(key) -> LoopState:
+        k_learn, k_env, k_run = jax.random.split(key, 3)
+        ts = jax.vmap(env.reset)(jax.random.split(k_env, n))
+        tick = Tick.reset(ts)
+        agent_state, replay = agent.init(k_learn, tick)
+        metrics = zeros_like_shapes(
+            lambda a, r: agent.learn(a, r, jnp.ones((), jnp.int32), k_run)[2], agent_state, replay
+        )
+        return LoopState(
+            agent=agent_state,
+            carry=policy.init(n),
+            replay=replay,
+            clock=agent.clock.init(),
+            metrics=metrics,
+            env_state=ts.state,
+            tick=tick,
+            episodes=EpisodeTracker.create(n),
+            key=k_run,
+            step=jnp.zeros((), jnp.int32),
+        )
+
+    def act(state: LoopState, key):
+        k_pol, k_rand = jax.random.split(key)
+        on_policy = lambda: policy.act(state.agent, state.carry, state.tick, k_pol, False)
+        if agent.random_steps <= 0:
+            return on_policy()
+        return jax.lax.cond(
+            lockstep(state.step < agent.random_steps),
+            lambda: (random_actions(env, k_rand, n), state.carry),
+            on_policy,
+        )
+
+    def vector_step(state: LoopState, _):
+        key, k_act, k_env, k_upd = jax.random.split(state.key, 4)
+        action, carry = act(state, k_act)
+        ts = jax.vmap(env.step)(
+            jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
+        )
+        replay = agent.write(state.replay, state.tick, action, carry, ts)
+        step = state.step + n
+        count, clock = agent.clock.tick(state.clock, step)
+        count = lockstep(count)
+        agent_state, replay, metrics = jax.lax.cond(
+            count > 0,
+            lambda: agent.learn(state.agent, replay, count, k_upd),
+            lambda: (state.agent, replay, state.metrics),
+        )
+        state = state.replace(
+            agent=agent_state,
+            carry=carry,
+            replay=replay,
+            clock=clock,
+            metrics=metrics,
+            env_state=ts.state,
+            tick=Tick.of(ts),
+            episodes=state.episodes.update(ts.reward, ts.done),
+            key=key,
+            step=step,
+        )
+        return state, None
+
+    def run_chunk(state: LoopState):
+        state, _ = jax.lax.scan(vector_step, state, None, length=per_chunk)
+        return end_of_chunk(state, state.metrics, eval_env, policy, config.eval_episodes)
+
+    return Loop(init, run_chunk, per_chunk * n)
+
+
+def evaluate(env, policy: Policy, agent_state, key, episodes: int) -> jax.Array:
+    """Mean undiscounted return of ``episodes`` parallel deterministic episodes.
+
+    Each env copy runs until its first episode ends (or ``max_episode_steps``); rewards after
+    that are masked, so auto-reset never leaks a second episode into the score.
+    """
+    if env.spec.max_episode_steps is None:
+        raise ValueError(f"{env.spec.env_id} has no time limit: evaluation needs max_episode_steps")
+    k_reset, k_run = jax.random.split(key)
+    ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
+
+    def step(c, k):
+        tick, carry, env_state, ret, alive = c
+        k_act, k_env = jax.random.split(k)
+        action, carry = policy.act(agent_state, carry, tick, k_act, True)
+        out = jax.vmap(env.step)(
+            jax.random.split(k_env, episodes), env_state, to_env_action(env, action)
+        )
+        ret = ret + jnp.where(alive, out.reward, 0.0)
+        alive = alive & ~out.done
+        return (Tick.of(out), carry, out.state, ret, alive), None
+
+    c = (
+        Tick.reset(ts),
+        policy.init(episodes),
+        ts.state,
+        jnp.zeros((episodes,), jnp.float32),
+        jnp.ones((episodes,), bool),
+    )
+    (_, _, _, ret, _), _ = jax.lax.scan(
+        step, c, jax.random.split(k_run, env.spec.max_episode_steps)
+    )
+    return ret.mean()
+
+
+def end_of_chunk(state, metrics: dict, eval_env, policy: Policy, episodes: int):
+    """Close a chunk of a loop: evaluate ``state.agent`` deterministically and build the record
+    (``step``, ``eval_return``, ``train_return`` and ``metrics``, one value each)."""
+    key, k_eval = jax.random.split(state.key)
+    record = {
+        "step": state.step,
+        "eval_return": evaluate(eval_env, policy, state.agent, k_eval, episodes),
+        "train_return": state.episodes.last_return_mean(),
+        **metrics,
+    }
+    return state.replace(key=key), record

@@ -1,0 +1,228 @@
+"""DreamerV3 agent: presets and parameter counts, hold ticks, the train-ratio clock, the
+returns inside the losses, probes that pin the world model and critic, and a jitted run."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax.agents.dreamerv3 import MODEL_SIZES, DreamerV3, DreamerV3Config
+from ajax.agents.dreamerv3.agent import ratio_clock
+from ajax.agents.dreamerv3.losses import Batch, replay_value_loss
+from ajax.agents.dreamerv3.model import Nets, param_count
+from ajax.agents.dreamerv3.rssm import RSSMState, initial_state
+from ajax.environments import Box, Discrete, EnvSpec, SimEnv, SimStep, make_env
+from ajax.environments.wrappers import ExplicitReset
+from ajax.training.loop import Tick
+
+
+def _count(cfg, obs_dim, action_dim, discrete):
+    nets = Nets.create(cfg, obs_dim, action_dim, discrete)
+    return param_count(jax.eval_shape(lambda k: nets.init(k, obs_dim), jax.random.PRNGKey(0)))
+
+
+def test_d3_size1m_parameter_count_matches_official():
+    """The official size1m builds 637,446 trained parameters (enc, dyn, dec, rew, con, pol,
+    val; the slow critic is not trained) for 5 vector features and 1 continuous action."""
+    assert _count(DreamerV3Config.preset("1m"), 5, 1, False) == 637_446
+
+
+def test_d3_parameter_counts_per_module_cartpole():
+    """Hand-counted per module for CartPole (4 features, 2 discrete actions) at size1m."""
+    nets = Nets.create(DreamerV3Config.preset("1m"), 4, 2, True)
+    params = jax.eval_shape(lambda k: nets.init(k, 4), jax.random.PRNGKey(0))
+    counts = {k: param_count(v) for k, v in params.items()}
+    # enc: (4*64+64+64) + 2 (64*64+64+64); dec: 3 layers on 640 features + Linear(64 -> 4)
+    assert counts["enc"] == 384 + 2 * 4224
+    assert counts["dec"] == (640 * 64 + 128) + 2 * 4224 + 260
+    assert counts["rew"] == (640 * 64 + 128) + 64 * 255 + 255
+    assert counts["con"] == (640 * 64 + 128) + 65
+    assert counts["pol"] == (640 * 64 + 128) + 2 * 4224 + 130
+    assert sum(counts.values()) == 637_381
+
+
+def test_d3_presets_and_bad_input():
+    assert list(MODEL_SIZES) == ["1m", "12m", "25m", "50m", "100m", "200m", "400m"]
+    assert DreamerV3Config.preset("12M").arch.deter == 2048
+    with pytest.raises(ValueError, match="unknown DreamerV3 model size '3m'"):
+        DreamerV3Config.preset("3m")
+    with pytest.raises(ValueError, match="train_ratio must be > 0"):
+        DreamerV3Config(train_ratio=0)
+    with pytest.raises(ValueError, match="fewer than batch_length"):
+        DreamerV3Config(buffer_size=32)
+    assert DreamerV3Config().updates_per_step == pytest.approx(32 / 1024)
+
+
+def test_d3_ratio_clock_counts_like_embodied_ratio():
+    """Ratio 32 over 16 x 64: the first ready tick (step 65 with one env) gives 1 update, then
+    one per 32 steps: 1 + floor((1000 - 65) / 32) = 30 updates in 1000 steps."""
+    cfg = DreamerV3Config.preset("1m")
+    clock = ratio_clock(cfg)
+    state, counts = clock.init(), []
+    for step in range(1, 1001):
+        count, state = clock.tick(state, jnp.asarray(step))
+        counts.append(int(count))
+    assert sum(counts) == 30
+    assert counts.index(1) == 64  # step 65
+    # Fractional credit carries over: ratio 48 -> 3 updates every 64 steps on average.
+    cfg = DreamerV3Config.preset("1m", train_ratio=48.0, n_envs=2)
+    clock, state, total = ratio_clock(cfg), ratio_clock(cfg).init(), 0
+    for tick in range(1, 501):
+        count, state = clock.tick(state, jnp.asarray(2 * tick))
+        total += int(count)
+    assert total == 1 + int((1000 - 130) * 48 / 1024)
+
+
+class CountSim:
+    """Observation = step within the episode; episodes of 3 transitions, reward 1 each."""
+
+    def init(self, key):
+        del key
+        return SimStep(
+            jnp.zeros((), jnp.int32), jnp.zeros((1,)), jnp.zeros(()), jnp.zeros((), bool)
+        )
+
+    def transition(self, key, state, action):
+        del key, action
+        t = state + 1
+        return SimStep(t, t.astype(jnp.float32)[None], jnp.ones(()), t >= 3)
+
+
+def test_explicit_reset_hold_tick_stream():
+    """An episode of 3 transitions takes 4 ticks: first obs, 2 mid, last obs (is_last,
+    is_terminal); the hold tick emits the next first obs with reward 0 and is_first."""
+    env = ExplicitReset(SimEnv(CountSim(), EnvSpec("count", "probe", (1,), Discrete(2), 10)))
+    ts = env.reset(jax.random.PRNGKey(0))
+    ticks = [Tick.reset(ts)]
+    for _ in range(8):
+        ts = env.step(jax.random.PRNGKey(1), ts.state, jnp.zeros((), jnp.int32))
+        ticks.append(Tick.of(ts))
+    obs = [float(t.obs[0]) for t in ticks]
+    assert obs == [0, 1, 2, 3, 0, 1, 2, 3, 0]
+    assert [bool(t.is_first) for t in ticks] == [1, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert [bool(t.is_last) for t in ticks] == [0, 0, 0, 1, 0, 0, 0, 1, 0]
+    assert [bool(t.is_terminal) for t in ticks] == [0, 0, 0, 1, 0, 0, 0, 1, 0]
+    assert [float(t.reward) for t in ticks] == [0, 1, 1, 1, 0, 1, 1, 1, 0]
+
+
+def _official_lambda_return(last, term, rew, val, boot, disc, lam):
+    """DreamerV3's lambda_return as spec 000 B11 states it, batch-major, in numpy."""
+    live = (1 - term)[:, 1:] * disc
+    cont = (1 - last)[:, 1:] * lam
+    interm = rew[:, 1:] + (1 - cont) * live * boot[:, 1:]
+    rets = [boot[:, -1]]
+    for t in reversed(range(live.shape[1])):
+        rets.append(interm[:, t] + live[:, t] * cont[:, t] * rets[-1])
+    return np.stack(list(reversed(rets))[:-1], 1)
+
+
+def test_d3_replay_value_returns_match_reference_recursion():
+    """The replay critic's targets: the value head trained towards R with an exactly zero
+    (outscale 0) critic; CE against R equals CE against the reference recursion's R."""
+    cfg = DreamerV3Config.preset("1m", slowreg=0.0)
+    nets = Nets.create(cfg, 2, 1, False)
+    params = nets.init(jax.random.PRNGKey(0), 2)
+    b, t = 3, 6
+    rng = np.random.default_rng(0)
+    rew = rng.normal(size=(b, t)).astype(np.float32)
+    last = np.zeros((b, t), np.float32)
+    last[1, 3] = 1
+    term = np.zeros((b, t), np.float32)
+    term[2, 4] = 1
+    boot = rng.normal(size=(b, t)).astype(np.float32)
+    batch = Batch(
+        obs=jnp.zeros((b, t, 2)), prev_action=jnp.zeros((b, t, 1)), reward=jnp.asarray(rew),
+        is_first=jnp.zeros((b, t), bool), is_last=jnp.asarray(last, bool),
+        is_terminal=jnp.asarray(term, bool),
+    )  # fmt: skip
+    post = initial_state(cfg.rssm(1, False), b)
+    post = jax.tree.map(lambda x: jnp.repeat(x[:, None], t, 1), post)
+    _, aux = replay_value_loss(nets, cfg, params, params["val"], post, batch, jnp.asarray(boot))
+    want = _official_lambda_return(last, term, rew, None, boot, 1 - 1 / 333, 0.95)
+    np.testing.assert_allclose(aux["metrics"]["repval_ret"], want.mean(), rtol=1e-5)
+    # zero critic: uniform logits over 255 bins, CE = log(255) wherever weight = 1
+    weight = 1 - last[:, :-1]
+    np.testing.assert_allclose(
+        aux["metrics"]["loss/repval"], np.log(255.0) * weight.mean(), rtol=1e-5
+    )
+
+
+class OneStepSim:
+    """Constant observation [1]; the first action ends the episode: reward 1 for action 1."""
+
+    def init(self, key):
+        del key
+        return SimStep(jnp.zeros((), jnp.int32), jnp.ones((1,)), jnp.zeros(()), jnp.zeros((), bool))
+
+    def transition(self, key, state, action):
+        del key
+        return SimStep(state, jnp.ones((1,)), (action == 1).astype(jnp.float32), jnp.ones((), bool))
+
+
+PROBE = dict(
+    batch_size=8, batch_length=8, train_ratio=64.0, lr=1e-3, warmup=10, eval_freq=400,
+    eval_episodes=2,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def probe_run():
+    env = SimEnv(OneStepSim(), EnvSpec("probe-discrete", "probe", (1,), Discrete(2), 1))
+    algo = DreamerV3(env, DreamerV3Config.preset("1m", **PROBE))
+    result = algo.train(seed=0, total_steps=1200)
+    return algo, result
+
+
+def test_d3_probe_one_step_reward(probe_run):
+    """One-step probe: the world model predicts reward 1 after action 1 and a terminal
+    continue, the first row continues with 0.997; the critic values the first state ~1 and
+    the greedy policy takes action 1 (eval return 1)."""
+    algo, result = probe_run
+    state = result.state.agent
+    assert int(state.updates) > 500
+    np.testing.assert_allclose(result.metrics["eval_return"][-1], 1.0)
+    nets = Nets.create(algo.config, 1, 2, True)
+    p = state.params
+    # the first row's posterior, then the terminal row after action 1
+    tokens = nets.apply("enc", p, jnp.ones((1, 1)))
+    from ajax.agents.dreamerv3.model import feat
+    from ajax.agents.dreamerv3.rssm import observe_step
+
+    carry = initial_state(nets.rssm.config, 1)
+    key = jax.random.PRNGKey(3)
+    s0, _ = observe_step(nets.rssm, p["dyn"], carry, tokens, jnp.zeros((1,), jnp.int32),
+                         jnp.ones((1,), bool), key)  # fmt: skip
+    s1, _ = observe_step(nets.rssm, p["dyn"], s0, tokens, jnp.ones((1,), jnp.int32),
+                         jnp.zeros((1,), bool), key)  # fmt: skip
+    two_hot = algo.config.two_hot()
+    x0, x1 = feat(RSSMState(s0.deter, s0.stoch)), feat(RSSMState(s1.deter, s1.stoch))
+    reward1 = float(two_hot.decode(nets.apply("rew", p, x1))[0])
+    con0 = float(jax.nn.sigmoid(nets.apply("con", p, x0))[0, 0])
+    con1 = float(jax.nn.sigmoid(nets.apply("con", p, x1))[0, 0])
+    value0 = float(two_hot.decode(nets.apply("val", p, x0))[0])
+    assert abs(reward1 - 1.0) < 0.15, reward1
+    assert con1 < 0.1 and abs(con0 - 0.997) < 0.02, (con0, con1)
+    assert abs(value0 - 1.0) < 0.25, value0
+
+
+def test_d3_jitted_run_vmaps_seeds_on_continuous_env():
+    """Pendulum: 2 vmapped seeds in one jitted run; losses finite, seeds differ, updates as the
+    clock says (ratio 64 over 4 x 8 windows: 2 per step after the first full window)."""
+    cfg = DreamerV3Config.preset(
+        "1m", batch_size=4, batch_length=8, train_ratio=64.0, eval_freq=100, eval_episodes=1
+    )
+    algo = DreamerV3(make_env("Pendulum-v1"), cfg)
+    result = algo.train(seed=0, total_steps=200, n_seeds=2)
+    metrics = result.metrics
+    assert metrics["eval_return"].shape == (2, 2)
+    assert np.all(np.isfinite(metrics["loss/total"]))
+    assert not np.allclose(metrics["loss/total"][0], metrics["loss/total"][1])
+    np.testing.assert_array_equal(result.state.agent.updates, [1 + 2 * (200 - 9)] * 2)
+
+
+def test_d3_refuses_image_observations_and_host_envs():
+    spec = EnvSpec("img", "probe", (4, 4), Box((-1.0,), (1.0,)), 5)
+    with pytest.raises(ValueError, match="no image encoder"):
+        DreamerV3(SimEnv(CountSim(), spec))
