@@ -20,6 +20,35 @@ TINY_SAC = [
 ]  # fmt: skip
 
 
+# Tiny runs of the agents whose policy carries state (planner warm start, RSSM latent).
+TINY = {
+    "tdmpc2": [
+        "--env", "Pendulum-v1", "--model-size", "1", "--enc-dim", "16", "--mlp-dim", "16",
+        "--latent-dim", "16", "--batch-size", "8", "--planner.num-samples", "16",
+        "--planner.num-pi-trajs", "2", "--planner.num-elites", "4", "--planner.iterations", "1",
+        "--seed-steps", "40", "--eval-freq", "50", "--eval-episodes", "1",
+    ],
+    "dreamerv3": [
+        "--env", "CartPole-v1", "--model-size", "1m", "--batch-size", "2", "--batch-length",
+        "8", "--train-ratio", "16", "--eval-freq", "50", "--eval-episodes", "1",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", sorted(TINY))
+def test_train_then_eval_for_agents_with_policy_state(agent, tmp_path, capsys):
+    """``ajax eval`` on a TD-MPC2 or DreamerV3 run (it used to crash on TD-MPC2's state)."""
+    out = tmp_path / agent
+    argv = ["train", agent, "--steps", "100", "--n-seeds", "2", "--no-progress", "--out", str(out)]
+    assert main(argv + TINY[agent]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.startswith("eval return over 2 episodes: mean ") and "per seed" in line
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["seeds"] == [0, 1]
+
+
 def _error(capsys, argv) -> str:
     """Run ``ajax argv``; assert exit status 2 and one ``ajax: error:`` line; return it."""
     assert main(argv) == 2

@@ -244,11 +244,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    from ajax.training.run import Diverged
+
     try:
         return COMMANDS[cmd](argv[1:])
     except UsageError as err:
         print(f"ajax: error: {err}", file=sys.stderr)
         return 2
+    except Diverged as err:
+        print(f"ajax: diverged: {err}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

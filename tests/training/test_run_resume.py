@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import ajax.training.run as run_module
+from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 from ajax.agents.sac import SAC, SACConfig
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
+from ajax.training.checkpoint import restore_checkpoint
 from ajax.training.io import read_jsonl
 from ajax.training.run import RunSpec, execute, prepare_run_dir
 
@@ -30,7 +32,24 @@ T2_CONFIG = TDMPC2Config.preset(
     eval_freq=50,
     eval_episodes=1,
 )
-AGENTS = {"sac": (SAC, CONFIG), "tdmpc2": (TDMPC2, T2_CONFIG)}
+# Tiny DreamerV3 with a low train ratio, so fresh windows pile up in the online queue faster
+# than updates pop them: the checkpoint after chunk 2 falls with the queue non-empty.
+D3_CONFIG = DreamerV3Config.preset(
+    "1m", batch_size=2, batch_length=8, train_ratio=0.5, eval_freq=50, eval_episodes=1
+)
+AGENTS = {
+    "sac": (SAC, CONFIG),
+    "tdmpc2": (TDMPC2, T2_CONFIG),
+    "dreamerv3": (DreamerV3, D3_CONFIG),
+}
+
+
+def _pending_fresh_windows(replay, length: int) -> np.ndarray:
+    """Fresh (online-queue) windows not yet handed out, per seed and env."""
+    added, online = np.asarray(replay.added), np.asarray(replay.online)
+    lo = np.maximum(online, np.maximum(added - replay.capacity, 0))
+    first = lo + np.mod(1 - lo, length)
+    return np.maximum(0, (added - first - length) // length + 1)
 
 
 def _spec(agent: str) -> RunSpec:
@@ -48,8 +67,16 @@ class Stop(Exception):
     """The simulated interruption."""
 
 
-@pytest.mark.slow  # ~195 CPU s on the loaded dev machine: three executes, each compiles
-@pytest.mark.parametrize("agent", ["sac", "tdmpc2"])
+# sac and tdmpc2: ~195 CPU s each on the loaded dev machine (three executes, each compiles);
+# dreamerv3 (~60 s idle) stays in the default run: it also checks the online queue.
+@pytest.mark.parametrize(
+    "agent",
+    [
+        pytest.param("sac", marks=pytest.mark.slow),
+        pytest.param("tdmpc2", marks=pytest.mark.slow),
+        "dreamerv3",
+    ],
+)
 def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
     """Stop a 4-chunk run (2 vmapped seeds) after chunk 2's checkpoint; resume; compare every
     leaf of the final state and the logged eval returns with the uninterrupted run."""
@@ -72,6 +99,13 @@ def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
         execute(cls("Pendulum-v1", config), spec, cut_dir, progress=False)
     monkeypatch.setattr(run_module, "save_checkpoint", save)
     assert [r["step"] for r in read_jsonl(cut_dir / "metrics.jsonl")] == [50, 100]
+    if agent == "dreamerv3":
+        algo = cls("Pendulum-v1", config)
+        keys = jax.vmap(jax.random.PRNGKey)(jax.numpy.arange(2))
+        template = jax.vmap(algo.make_chunks(spec.steps).init)(keys)
+        saved = restore_checkpoint(cut_dir / "checkpoints", template, 2)
+        assert _pending_fresh_windows(saved.replay, config.window).min() > 0
+        assert int(saved.agent.updates.min()) > 0
 
     summary, resumed = execute(
         cls("Pendulum-v1", config), spec, cut_dir, progress=False, resume=True

@@ -73,15 +73,42 @@ def load_spec(out: Path) -> RunSpec:
     return RunSpec(**read_json(out / RUN_FILE))
 
 
+class Diverged(RuntimeError):
+    """A loss or a parameter went NaN or inf; the last finite checkpoint is kept."""
+
+    def __init__(self, name: str, step: int):
+        self.name, self.step = name, step
+        super().__init__(
+            f"{name} became non-finite by step {step}; the run stopped and its last finite "
+            "checkpoint is kept (lower the learning rate or check the environment's rewards)"
+        )
+
+
+def check_finite(records: dict, agent_state) -> None:
+    """Raise :class:`Diverged` naming the first non-finite loss metric (by chunk) or, failing
+    that, the first non-finite parameter leaf. ``records`` leaves are ``[chunks, seeds]``."""
+    steps = np.asarray(records["step"]).reshape(len(records["step"]), -1)
+    metrics = {k: np.asarray(v) for k, v in records.items() if "loss" in k}
+    for chunk in range(steps.shape[0]):
+        for name, value in sorted(metrics.items()):
+            if not np.all(np.isfinite(value[chunk])):
+                raise Diverged(name, int(steps[chunk].max()))
+    for path, leaf in jax.tree_util.tree_leaves_with_path(agent_state):
+        if jnp.issubdtype(leaf.dtype, jnp.floating) and not bool(jnp.all(jnp.isfinite(leaf))):
+            raise Diverged(f"parameter {jax.tree_util.keystr(path)}", int(steps[-1].max()))
+
+
 def _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir):
-    """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan."""
+    """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
+    losses or parameters went non-finite is not checkpointed (:class:`Diverged`)."""
     segments: dict[int, Any] = {}
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
             segments[n] = jax.jit(segment_fn(chunks.run_chunk, n, logger))
-        state, _ = segments[n](state)
+        state, records = segments[n](state)
         jax.block_until_ready(state)
+        check_finite(records, state.agent)
         done_chunks += n
         if ckpt_dir is not None:
             save_checkpoint(ckpt_dir, done_chunks, state)
@@ -91,7 +118,9 @@ def _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir):
 def _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir):
     """Host env: one Python-driven chunk at a time around the same jitted learner."""
     while done_chunks < n_chunks:
-        logger(run.run_chunk())
+        record = run.run_chunk()
+        logger(record)
+        check_finite(jax.tree.map(lambda x: np.asarray(x)[None], record), run.state.agent)
         done_chunks += 1
         if ckpt_dir is not None and (
             done_chunks % spec.checkpoint_every == 0 or done_chunks == n_chunks
@@ -141,6 +170,12 @@ def execute(
         else:
             run.state = state
             state = _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir)
+    except Diverged as err:
+        if out is not None:
+            diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
+                        "diverged": err.name, "step": err.step, "seeds": seeds}  # fmt: skip
+            write_json_atomic(out / "summary.json", diverged)
+        raise
     finally:
         logger.close()
     records = read_jsonl(out / "metrics.jsonl") if out is not None else logger.records
@@ -148,6 +183,7 @@ def execute(
     summary = {
         "agent": spec.agent,
         "env": spec.env,
+        "status": "finished",
         "steps": n_chunks * per_chunk,
         "seeds": seeds,
         "final_eval_return": float(np.nanmean(final)),

@@ -102,9 +102,12 @@ def imagine_loss(
     two_hot = cfg.two_hot()
     starts = jax.tree.map(sg, starts)
     k_img, k_last = jax.random.split(key)
+    # Rollouts, rewards and continues only feed stop-gradiented targets: running them on
+    # stop-gradiented parameters keeps autodiff from linearising the imagination scan at all.
+    frozen = sg(params)
     pol = lambda x: nets.apply("pol", params, x)
-    policy_fn = lambda k, s: pol(feat(s)).sample(k)
-    _, img, actions = imagine(nets.rssm, params["dyn"], starts, policy_fn, cfg.imag_length, k_img)
+    policy_fn = lambda k, s: nets.apply("pol", frozen, feat(s)).sample(k)
+    _, img, actions = imagine(nets.rssm, frozen["dyn"], starts, policy_fn, cfg.imag_length, k_img)
     states = jax.tree.map(
         lambda s0, s: sg(jnp.concatenate([s0[None], s], axis=0)),
         starts,
@@ -113,10 +116,10 @@ def imagine_loss(
     x = feat(states)  # [H + 1, N, F]
     last_action = policy_fn(k_last, jax.tree.map(lambda s: s[-1], states))
     actions = jnp.concatenate([actions, last_action[None]], axis=0)
-    rew = _decode(nets, "rew", params, x, two_hot)
-    con = jax.nn.sigmoid(nets.apply("con", params, x)[..., 0])
+    rew = _decode(nets, "rew", frozen, x, two_hot)
+    con = jax.nn.sigmoid(nets.apply("con", frozen, x)[..., 0])
     val_logits = nets.apply("val", params, x)
-    val = two_hot.decode(val_logits)
+    val = sg(two_hot.decode(val_logits))
     slowval = sg(_decode(nets, "val", {"val": slow_val}, x, two_hot))
     ret = lambda_returns(rew[1:], con[1:], val[1:], cfg.lam)  # [H, N]
     weight = sg(jnp.cumprod(con, axis=0)[:-1])

