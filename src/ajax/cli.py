@@ -104,6 +104,10 @@ def _make_algo(agent: str, env: str, config):
 def cmd_train(argv: list[str]) -> int:
     from ajax.training.run import RunSpec, execute, prepare_run_dir
 
+    if argv and argv[0] in ("-h", "--help"):
+        print(f"usage: ajax train AGENT --env ID [options]; agents: {', '.join(_agents())}")
+        print("'ajax train AGENT --help' lists the run options and every config field")
+        return 0
     if not argv or argv[0].startswith("-"):
         raise UsageError(f"usage: ajax train AGENT --env ID ...; agents: {', '.join(_agents())}")
     agent, rest = argv[0], argv[1:]
@@ -126,21 +130,32 @@ def cmd_train(argv: list[str]) -> int:
     algo = _make_algo(agent, args.env, config)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
-    spec = RunSpec(
-        agent=agent,
-        env=args.env,
-        steps=args.steps,
-        seed=args.seed,
-        n_seeds=args.n_seeds,
-        checkpoint_every=args.checkpoint_every,
-        config=dataclasses.asdict(config),
-    )
+    try:
+        spec = RunSpec(
+            agent=agent,
+            env=args.env,
+            steps=args.steps,
+            seed=args.seed,
+            n_seeds=args.n_seeds,
+            checkpoint_every=args.checkpoint_every,
+            config=dataclasses.asdict(config),
+        )
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     try:
         prepare_run_dir(out, spec, args.overwrite)
     except FileExistsError as err:
         raise UsageError(str(err)) from err
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise UsageError(
+            f"cannot create the run directory {out}: {reason}; pick a writable --out path"
+        ) from err
     summary, _ = execute(algo, spec, out, progress=args.progress, wandb_project=args.wandb_project)
     _report(summary, out)
+    if summary["steps"] != args.steps:
+        print(f"note: --steps {args.steps} ran {summary['steps']} steps: runs go in whole chunks "
+              "of eval_freq env steps (lower --eval-freq for a finer grain)")  # fmt: skip
     return 0
 
 
@@ -183,7 +198,10 @@ def cmd_eval(argv: list[str]) -> int:
         raise UsageError("usage: ajax eval DIR [--episodes N]")
     out, episodes = Path(argv[0]), 10
     if len(argv) == 3 and argv[1] == "--episodes":
-        episodes = int(argv[2])
+        try:
+            episodes = int(argv[2])
+        except ValueError:
+            raise UsageError(f"--episodes needs a positive integer, got {argv[2]!r}") from None
     elif len(argv) != 1:
         raise UsageError("usage: ajax eval DIR [--episodes N]")
     if episodes <= 0:

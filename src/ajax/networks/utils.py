@@ -212,6 +212,9 @@ _ACTIVATIONS: dict[str, ActivationFunction] = {
 }
 
 
+ACTIVATIONS = tuple(sorted(_ACTIVATIONS))  # the names parse_activation knows
+
+
 def parse_activation(activation: str | ActivationFunction) -> ActivationFunction:
     """An activation from its name ("relu", "silu", "mish", ...), or a callable passed through.
 

@@ -72,6 +72,11 @@ class Algorithm:
             self.env_id = env
             self.env = make_env(env, **env_options)
             self.eval_env = make_env(env, **env_options)
+        elif not hasattr(env, "spec") or not hasattr(env, "is_jax"):
+            raise TypeError(
+                f"env must be an env id such as 'Pendulum-v1' or an env from ajax.make_env, "
+                f"got {type(env).__name__} {env!r}"
+            )
         else:  # a prebuilt env object (e.g. a probe env); evaluation uses the same pure functions
             if env_options:
                 raise ValueError("env options only apply to an env id, not to an env object")
@@ -112,6 +117,7 @@ class Algorithm:
     ) -> TrainResult:
         """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each."""
         check_steps(total_steps)
+        check_seeds(seed, n_seeds)
         if not self.is_jax:
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
@@ -147,6 +153,14 @@ def n_chunks_for(total_steps: int, steps_per_chunk: int) -> int:
 def check_steps(total_steps: int) -> None:
     if not isinstance(total_steps, int) or total_steps <= 0:
         raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+
+
+def check_seeds(seed: int, n_seeds: int) -> None:
+    """Seeds are int32 PRNG seeds: ``n_seeds >= 1`` of them from ``seed >= 0``."""
+    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
+        raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**31 - n_seeds:
+        raise ValueError(f"seed must be an integer in [0, 2**31 - n_seeds], got {seed!r}")
 
 
 def check_action_space(algo: Algorithm, continuous: bool, env_id: str) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ajax.validation import Validated, nonnegative, positive, require
+
 
 @dataclass(frozen=True)
-class LoopConfig:
+class LoopConfig(Validated):
     """Collection and evaluation settings of every agent.
 
     Attributes:
@@ -20,10 +22,15 @@ class LoopConfig:
     eval_freq: int = 2_000
     eval_episodes: int = 10
 
-    def __post_init__(self):
-        for name in ("n_envs", "eval_freq", "eval_episodes"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+    RULES = {"n_envs": positive(), "eval_freq": positive(), "eval_episodes": positive()}
+
+    def relations(self) -> None:
+        require(
+            self,
+            self.eval_freq >= self.n_envs,
+            "eval_freq",
+            f">= n_envs ({self.n_envs}): a chunk is eval_freq // n_envs vector steps",
+        )
 
 
 @dataclass(frozen=True)
@@ -45,13 +52,26 @@ class OffPolicyConfig(LoopConfig):
     train_freq: int = 1
     gradient_steps: int = 1
 
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("buffer_size", "batch_size", "train_freq", "gradient_steps"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.learning_starts < self.batch_size:
-            raise ValueError(
-                f"learning_starts ({self.learning_starts}) must be >= batch_size "
-                f"({self.batch_size}) so the first update has a full batch"
-            )
+    RULES = {
+        "buffer_size": positive(),
+        "batch_size": positive(),
+        "train_freq": positive(),
+        "gradient_steps": positive(),
+        "learning_starts": nonnegative(),
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            self.learning_starts >= self.batch_size,
+            "learning_starts",
+            f">= batch_size ({self.batch_size}) so the first update has a full batch",
+        )
+        require(
+            self,
+            self.buffer_size >= self.batch_size,
+            "buffer_size",
+            f">= batch_size ({self.batch_size})",
+            "raise --buffer-size or lower --batch-size",
+        )

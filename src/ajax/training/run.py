@@ -17,16 +17,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.training.algorithm import Algorithm, check_steps, n_chunks_for, segment_fn
+from ajax.training.algorithm import Algorithm, n_chunks_for, segment_fn
 from ajax.training.checkpoint import latest_step, restore_checkpoint, save_checkpoint
 from ajax.training.io import plot_curve, read_json, read_jsonl, truncate_jsonl, write_json_atomic
 from ajax.training.logger import RunLogger
+from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
 
 
 @dataclasses.dataclass(frozen=True)
-class RunSpec:
+class RunSpec(Validated):
     """What a run was asked to do; saved as ``run.json`` so ``ajax resume`` can rebuild it."""
 
     agent: str
@@ -37,12 +38,16 @@ class RunSpec:
     checkpoint_every: int = 5
     config: dict = dataclasses.field(default_factory=dict, hash=False)
 
-    def __post_init__(self):
-        check_steps(self.steps)
-        if self.n_seeds <= 0:
-            raise ValueError(f"n_seeds must be positive, got {self.n_seeds}")
-        if self.checkpoint_every <= 0:
-            raise ValueError(f"checkpoint_every must be positive, got {self.checkpoint_every}")
+    RULES = {
+        "steps": positive(),
+        "seed": between(0, 2**31 - 1),
+        "n_seeds": positive(),
+        "checkpoint_every": positive(),
+    }
+
+    def relations(self) -> None:
+        require(self, self.seed + self.n_seeds <= 2**31, "seed",
+                f"<= 2**31 - n_seeds = {2**31 - self.n_seeds} (seeds are int32)")  # fmt: skip
 
 
 def is_run_dir(path: Path) -> bool:
@@ -51,6 +56,8 @@ def is_run_dir(path: Path) -> bool:
 
 def prepare_run_dir(out: Path, spec: RunSpec, overwrite: bool) -> None:
     """Create ``out`` for a new run; refuse one that holds another run unless ``overwrite``."""
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(20, "it exists and is not a directory", str(out))
     if out.exists() and is_run_dir(out):
         if not overwrite:
             raise FileExistsError(

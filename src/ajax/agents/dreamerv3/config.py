@@ -12,6 +12,7 @@ import dataclasses
 from ajax.agents.dreamerv3.networks import RSSMConfig
 from ajax.distributional import TwoHot
 from ajax.training.config import LoopConfig
+from ajax.validation import Rule, at_least, between, nonnegative, one_of, positive, require
 
 # configs.yaml size presets: (deter, hidden, classes, units). The CNN depth equals units / 16
 # (4 ... 96) and only matters for image inputs, which this agent does not take yet.
@@ -24,11 +25,6 @@ MODEL_SIZES: dict[str, tuple[int, int, int, int]] = {
     "200m": (8192, 1024, 64, 1024),
     "400m": (12288, 1536, 96, 1536),
 }
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,46 +105,69 @@ class DreamerV3Config(LoopConfig):
     maxstd: float = 1.0
     eval_episodes: int = 4
 
-    def __post_init__(self):
-        super().__post_init__()
-        _require(
-            self.model_size in MODEL_SIZES,
-            f"unknown DreamerV3 model size {self.model_size!r}; valid: {list(MODEL_SIZES)}",
-        )
-        for name in (
-            "stoch", "blocks", "bins", "batch_size", "batch_length", "buffer_size",
-            "imag_length", "enc_layers", "dec_layers", "head_layers", "ac_layers",
-        ):  # fmt: skip
-            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        _require(self.replay_context in (0, 1), "replay_context must be 0 or 1")
-        _require(self.train_ratio > 0, f"train_ratio must be > 0, got {self.train_ratio}")
-        _require(self.horizon > 1, f"horizon must be > 1, got {self.horizon}")
-        for name in ("lam", "slow_rate", "retnorm_rate"):
-            value = getattr(self, name)
-            _require(0.0 <= value <= 1.0, f"{name} must be in [0, 1], got {value}")
-        for name in ("lr", "retnorm_limit"):
-            _require(getattr(self, name) > 0, f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("actent", "slowreg", "agc", "eps", "warmup", "free_nats") + tuple(
-            f.name for f in dataclasses.fields(self) if f.name.startswith("scale_")
-        ):
-            _require(getattr(self, name) >= 0, f"{name} must be >= 0, got {getattr(self, name)}")
-        _require(0 < self.minstd <= self.maxstd, "need 0 < minstd <= maxstd")
-        _require(
+    RULES = {
+        "model_size": one_of(*MODEL_SIZES),
+        **{
+            name: at_least(1)
+            for name in (
+                "stoch",
+                "blocks",
+                "bins",
+                "batch_size",
+                "batch_length",
+                "buffer_size",
+                "imag_length",
+                "enc_layers",
+                "dec_layers",
+                "head_layers",
+                "ac_layers",
+            )
+        },  # fmt: skip
+        "replay_context": one_of(0, 1),
+        "train_ratio": positive(),
+        "horizon": Rule(lo=1, lo_open=True),
+        "unimix": between(0.0, 1.0, hi_open=True),
+        **{name: between(0.0, 1.0) for name in ("lam", "slow_rate", "retnorm_rate")},
+        **{name: positive() for name in ("lr", "retnorm_limit", "minstd", "maxstd")},
+        **{
+            name: nonnegative()
+            for name in (
+                "actent",
+                "slowreg",
+                "agc",
+                "eps",
+                "warmup",
+                "free_nats",
+                "scale_rec",
+                "scale_rew",
+                "scale_con",
+                "scale_dyn",
+                "scale_rep",
+                "scale_policy",
+                "scale_value",
+                "scale_repval",
+            )
+        },  # fmt: skip
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        require(self, self.minstd <= self.maxstd, "minstd", f"<= maxstd ({self.maxstd})")
+        require(
+            self,
             self.buffer_size // self.n_envs >= self.window,
-            f"buffer_size {self.buffer_size} holds fewer than batch_length + replay_context = "
-            f"{self.window} rows per env; raise --buffer-size or lower --batch-length",
+            "buffer_size",
+            f"at least batch_length + replay_context = {self.window} rows per env",
+            "raise --buffer-size or lower --batch-length",
         )
-        RSSMConfig(self.arch.deter, self.arch.hidden, self.arch.classes, 1, stoch=self.stoch,
-                   blocks=self.blocks, unimix=self.unimix)  # fmt: skip
-        self.two_hot()
+        require(self, self.arch.deter % self.blocks == 0, "blocks",
+                f"a divisor of deter ({self.arch.deter})")  # fmt: skip
+        require(self, self.bins % 2 == 1 and self.bins >= 3, "bins", "odd and >= 3 (two-hot)")
 
     @classmethod
     def preset(cls, size: str, **overrides) -> DreamerV3Config:
         """The official model of ``size``: "1m", "12m", "25m", "50m", "100m", "200m", "400m"."""
-        size = str(size).lower()
-        if size not in MODEL_SIZES:
-            raise ValueError(f"unknown DreamerV3 model size {size!r}; valid: {list(MODEL_SIZES)}")
-        return cls(model_size=size, **overrides)
+        return cls(model_size=str(size).lower(), **overrides)
 
     @property
     def arch(self) -> Architecture:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ajax.networks.utils import ACTIVATIONS
 from ajax.training.config import LoopConfig
+from ajax.validation import between, nonnegative, one_of, positive, require
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,27 @@ class PPOConfig(LoopConfig):
     normalize_advantages: bool = True
     eval_freq: int = 10_240
 
-    def __post_init__(self):
-        super().__post_init__()
-        if (self.n_envs * self.n_steps) % self.num_minibatches:
-            raise ValueError(
-                f"n_envs * n_steps ({self.n_envs * self.n_steps}) must be divisible by "
-                f"num_minibatches ({self.num_minibatches})"
-            )
-        if self.n_steps <= 0 or self.num_epochs <= 0:
-            raise ValueError("n_steps and num_epochs must be positive")
-        if not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError(f"gae_lambda must be in [0, 1], got {self.gae_lambda}")
+    RULES = {
+        "n_steps": positive(),
+        "num_epochs": positive(),
+        "num_minibatches": positive(),
+        "learning_rate": positive(),
+        "gamma": between(0.0, 1.0),
+        "gae_lambda": between(0.0, 1.0),
+        "clip_eps": positive(),
+        "value_clip_eps": positive(optional=True),
+        "ent_coef": nonnegative(),
+        "vf_coef": nonnegative(),
+        "max_grad_norm": positive(),
+        "hidden": positive(),
+        "activation": one_of(*ACTIVATIONS),
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            (self.n_envs * self.n_steps) % self.num_minibatches == 0,
+            "num_minibatches",
+            f"a divisor of n_envs * n_steps = {self.n_envs * self.n_steps}",
+        )

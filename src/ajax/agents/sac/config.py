@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ajax.training.config import OffPolicyConfig
+from ajax.validation import at_least, between, positive, require
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,22 @@ class SACConfig(OffPolicyConfig):
     target_entropy: float | None = None
     log_std_bounds: tuple[float, float] = (-20.0, 2.0)
 
-    def __post_init__(self):
-        super().__post_init__()
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
-        if self.num_critics < 1:
-            raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
-        if self.init_alpha <= 0:
-            raise ValueError(f"init_alpha must be > 0, got {self.init_alpha}")
+    RULES = {
+        "learning_rate": positive(),
+        "gamma": between(0.0, 1.0),
+        "tau": between(0.0, 1.0, lo_open=True),
+        "num_critics": at_least(1),
+        "hidden": positive(),
+        "init_alpha": positive(),
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        lo, hi = self.log_std_bounds
+        require(
+            self,
+            len(self.log_std_bounds) == 2 and lo < hi,
+            "log_std_bounds",
+            "a pair (min, max) with min < max",
+            "e.g. --log-std-bounds -20 2",
+        )

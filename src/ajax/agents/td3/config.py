@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ajax.training.config import OffPolicyConfig
+from ajax.validation import at_least, between, nonnegative, positive
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,13 @@ class TD3Config(OffPolicyConfig):
     target_noise_clip: float = 0.5
     hidden: int = 256
 
-    def __post_init__(self):
-        super().__post_init__()
-        if self.policy_delay < 1:
-            raise ValueError(f"policy_delay must be >= 1, got {self.policy_delay}")
-        for name in ("exploration_noise", "target_noise", "target_noise_clip"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+    RULES = {
+        "learning_rate": positive(),
+        "gamma": between(0.0, 1.0),
+        "tau": between(0.0, 1.0, lo_open=True),
+        "policy_delay": at_least(1),
+        "exploration_noise": nonnegative(),
+        "target_noise": nonnegative(),
+        "target_noise_clip": nonnegative(),
+        "hidden": positive(),
+    }

@@ -12,6 +12,7 @@ import dataclasses
 
 from ajax.distributional import TwoHot
 from ajax.returns import discount_from_horizon
+from ajax.validation import ConfigError, validate
 
 # Architecture of each model size (M parameters): tdmpc2/common/__init__.py MODEL_SIZE. num_q is 5
 # unless the size says otherwise.
@@ -26,7 +27,7 @@ _MODEL_SIZES: dict[int, dict[str, int]] = {
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
-        raise ValueError(message)
+        raise ConfigError(f"TDMPC2Config: {message}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +55,7 @@ class PlannerConfig:
     temperature: float = 0.5
 
     def __post_init__(self):
+        validate(self, {})  # field types (the shared validator); ranges below
         for name in ("horizon", "iterations", "num_samples", "num_elites"):
             _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         _require(
@@ -167,6 +169,7 @@ class TDMPC2Config:
     eval_episodes: int = 10
 
     def __post_init__(self):
+        validate(self, {})  # field types (the shared validator); ranges below
         if isinstance(self.planner, dict):  # a config read back from run.json
             object.__setattr__(self, "planner", PlannerConfig(**self.planner))
         _require(

@@ -1,0 +1,157 @@
+"""The shared config validator: rules, a property test over every agent's config, and a table of
+bad command lines that must each end in one error line, exit 2, and nothing written."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
+from ajax.agents.ppo import PPO, PPOConfig
+from ajax.agents.sac import SAC, SACConfig
+from ajax.agents.td3 import TD3, TD3Config
+from ajax.cli import main
+from ajax.validation import ConfigError, Rule, between, one_of, positive
+
+
+def test_rules_describe_and_admit():
+    assert positive().describe() == "> 0" and not positive().admits(0)
+    assert between(0.0, 1.0, lo_open=True).describe() == "in (0, 1]"
+    assert between(0, 2**31 - 1).describe() == "in [0, 2147483647]"
+    assert one_of("a", "b").admits("a") and not one_of("a", "b").admits("c")
+    assert Rule(lo=1, optional=True).admits(None) and not Rule(lo=1).admits(None)
+
+
+@pytest.mark.parametrize(
+    "build, field, text",
+    [
+        (lambda: SACConfig(hidden=0), "hidden", "SACConfig.hidden = 0 is invalid: it must be > 0"),
+        (lambda: SACConfig(hidden=1.5), "hidden", "must be an integer"),
+        (lambda: SACConfig(gamma=float("nan")), "gamma", "must be a finite number"),
+        (lambda: SACConfig(learning_rate=True), "learning_rate", "must be a number"),
+        (lambda: TD3Config(gamma=2.0), "gamma", "in [0, 1]"),
+        (lambda: PPOConfig(clip_eps=-1.0), "clip_eps", "> 0"),
+        (lambda: PPOConfig(num_minibatches=3), "num_minibatches", "divisor of n_envs"),
+        (lambda: PPOConfig(activation="foo"), "activation", "one of 'elu'"),
+        (lambda: SACConfig(batch_size=512, learning_starts=600, buffer_size=256), "buffer_size",
+         "raise --buffer-size"),
+        (lambda: DreamerV3Config(model_size="3m"), "model_size", "one of '1m'"),
+        (lambda: DreamerV3Config(replay_context=2), "replay_context", "one of 0, 1"),
+        (lambda: DreamerV3Config(bins=254), "bins", "odd and >= 3"),
+    ],
+)  # fmt: skip
+def test_config_error_names_field_value_and_fix(build, field, text):
+    with pytest.raises(ConfigError) as err:
+        build()
+    assert err.value.field == field and text in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------- property test
+
+TINY = {
+    SAC: dict(hidden=8, batch_size=8, learning_starts=8, buffer_size=64, eval_freq=16),
+    TD3: dict(hidden=8, batch_size=8, learning_starts=8, buffer_size=64, eval_freq=16),
+    PPO: dict(hidden=8, n_envs=2, n_steps=8, num_minibatches=2, eval_freq=16),
+    DreamerV3: dict(model_size="1m", batch_size=2, batch_length=4, eval_freq=16,
+                    imag_length=2, bins=15),
+}  # fmt: skip
+ENVS = {SAC: "Pendulum-v1", TD3: "Pendulum-v1", PPO: "CartPole-v1", DreamerV3: "CartPole-v1"}
+
+# Values across and beyond every numeric field's range.
+NUMBERS = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from([0.0, -1.0, 0.5, 1.0, 2.0, 1e-3, 1e12, math.inf, math.nan]),
+)
+
+
+def _draw_overrides(cls, data):
+    fields = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.type in ("int", "float", int, float) and f.name not in ("eval_freq", "eval_episodes")
+    ]
+    chosen = data.draw(st.lists(st.sampled_from(fields), min_size=1, max_size=2, unique=True))
+    return {name: data.draw(NUMBERS) for name in chosen}
+
+
+@pytest.mark.parametrize("algo_cls", list(TINY), ids=lambda c: c.name)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_config_is_refused_or_traces(algo_cls, data):
+    """Building the config raises ConfigError, or init plus one chunk traces without any
+    other exception (tracing, not running: the whole chunk's shapes and Python checks)."""
+    overrides = _draw_overrides(algo_cls.config_cls, data)
+    try:
+        config = algo_cls.config_cls(**{**TINY[algo_cls], **overrides})
+    except ConfigError:
+        return
+    algo = algo_cls(ENVS[algo_cls], config)
+    chunks = algo.make_chunks(2 * config.eval_freq)
+    jax.eval_shape(lambda k: chunks.run_chunk(chunks.init(k)), jax.random.PRNGKey(0))
+
+
+# --------------------------------------------------------------------- command-line table
+
+TRAIN = ["train", "sac", "--env", "Pendulum-v1", "--steps", "100"]
+PPO_TRAIN = ["train", "ppo", "--env", "CartPole-v1", "--steps", "100"]
+D3_TRAIN = ["train", "dreamerv3", "--env", "CartPole-v1", "--steps", "100"]
+T2_TRAIN = ["train", "tdmpc2", "--env", "Pendulum-v1", "--steps", "100"]
+BAD = [
+    TRAIN + ["--n-seeds", "0"], TRAIN + ["--n-seeds", "-2"], TRAIN + ["--checkpoint-every", "0"],
+    TRAIN + ["--seed", "4294967296"], TRAIN + ["--seed", "-1"], TRAIN + ["--steps", "abc"],
+    TRAIN + ["--hidden", "0"], TRAIN + ["--hidden", "-4"], TRAIN + ["--hidden", "1.5"],
+    TRAIN + ["--learning-rate", "-1"], TRAIN + ["--learning-rate", "0"],
+    TRAIN + ["--learning-rate", "nan"], TRAIN + ["--learning-rate", "inf"],
+    TRAIN + ["--log-std-bounds", "2", "-20"], TRAIN + ["--gamma", "2"], TRAIN + ["--gamma", "-0.1"],
+    TRAIN + ["--tau", "0"], TRAIN + ["--tau", "1.5"], TRAIN + ["--num-critics", "0"],
+    TRAIN + ["--init-alpha", "0"], TRAIN + ["--batch-size", "0"], TRAIN + ["--buffer-size", "0"],
+    TRAIN + ["--batch-size", "512", "--buffer-size", "256", "--learning-starts", "600"],
+    TRAIN + ["--learning-starts", "10"], TRAIN + ["--train-freq", "0"],
+    TRAIN + ["--gradient-steps", "0"], TRAIN + ["--n-envs", "0"], TRAIN + ["--eval-freq", "0"],
+    TRAIN + ["--eval-episodes", "0"], TRAIN + ["--n-envs", "8", "--eval-freq", "4"],
+    TRAIN + ["--no-such-flag", "1"], TRAIN + ["--hidden"],
+    ["train", "td3", "--env", "Pendulum-v1", "--gamma", "2"],
+    ["train", "td3", "--env", "Pendulum-v1", "--policy-delay", "0"],
+    ["train", "td3", "--env", "Pendulum-v1", "--target-noise", "-1"],
+    ["train", "td3", "--env", "CartPole-v1"],
+    PPO_TRAIN + ["--num-minibatches", "0"], PPO_TRAIN + ["--num-minibatches", "3"],
+    PPO_TRAIN + ["--clip-eps", "-1"], PPO_TRAIN + ["--activation", "foo"],
+    PPO_TRAIN + ["--gae-lambda", "2"], PPO_TRAIN + ["--n-steps", "0"],
+    PPO_TRAIN + ["--num-epochs", "0"], PPO_TRAIN + ["--max-grad-norm", "0"],
+    PPO_TRAIN + ["--vf-coef", "-1"],
+    D3_TRAIN + ["--model-size", "3m"], D3_TRAIN + ["--train-ratio", "0"],
+    D3_TRAIN + ["--batch-length", "0"], D3_TRAIN + ["--buffer-size", "32"],
+    D3_TRAIN + ["--replay-context", "2"], D3_TRAIN + ["--bins", "254"],
+    D3_TRAIN + ["--lam", "1.5"], D3_TRAIN + ["--imag-length", "0"],
+    D3_TRAIN + ["--minstd", "2"], D3_TRAIN + ["--unimix", "1"],
+    T2_TRAIN + ["--model-size", "3"], T2_TRAIN + ["--lr", "-1"],
+    T2_TRAIN + ["--batch-size", "0"], T2_TRAIN + ["--planner.horizon", "0"],
+    ["train", "tdmpc2", "--env", "CartPole-v1"],
+    ["train", "sac", "--env", "NoSuchEnv-v0"], ["train", "sac", "--env", "dmc:nope-nope"],
+    ["train", "nope", "--env", "Pendulum-v1"], ["eval", "RUN", "--episodes", "abc"],
+    ["eval", "RUN", "--episodes", "0"],
+]  # fmt: skip
+
+
+def test_table_has_sixty_bad_invocations():
+    assert len(BAD) >= 60
+
+
+@pytest.mark.parametrize("argv", BAD, ids=lambda a: " ".join(a[1:2] + a[6:] or a))
+def test_bad_invocation_is_one_line_exit_2_and_writes_nothing(argv, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = [str(tmp_path) if a == "RUN" else a for a in argv]
+    if argv[0] == "train":
+        argv = argv + ["--out", str(out)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ajax: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    assert not out.exists()
