@@ -110,7 +110,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "sac", "--steps", "0"], "--steps must be a positive"),
         (["train", "sac", "--steps", "-5"], "--steps must be a positive"),
         (["train", "sac", "--not-a-field", "1"], "valid config fields: --batch-size"),
-        (["train", "sac", "--tau", "2.0"], "tau must be in (0, 1]"),
+        (["train", "sac", "--tau", "2.0"], "SACConfig.tau = 2.0 is invalid: it must be in (0, 1]"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["eval"], "usage: ajax eval DIR"),
     ],

@@ -81,7 +81,9 @@ def _draw_overrides(cls, data):
 
 
 @pytest.mark.parametrize("algo_cls", list(TINY), ids=lambda c: c.name)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_config_is_refused_or_traces(algo_cls, data):
     """Building the config raises ConfigError, or init plus one chunk traces without any

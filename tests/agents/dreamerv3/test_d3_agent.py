@@ -46,11 +46,13 @@ def test_d3_parameter_counts_per_module_cartpole():
 def test_d3_presets_and_bad_input():
     assert list(MODEL_SIZES) == ["1m", "12m", "25m", "50m", "100m", "200m", "400m"]
     assert DreamerV3Config.preset("12M").arch.deter == 2048
-    with pytest.raises(ValueError, match="unknown DreamerV3 model size '3m'"):
+    with pytest.raises(ValueError, match="model_size = '3m' is invalid: it must be one of '1m'"):
         DreamerV3Config.preset("3m")
-    with pytest.raises(ValueError, match="train_ratio must be > 0"):
+    with pytest.raises(ValueError, match="batch_length = 1 is invalid"):
+        DreamerV3Config(batch_length=1)
+    with pytest.raises(ValueError, match="train_ratio = 0 is invalid: it must be > 0"):
         DreamerV3Config(train_ratio=0)
-    with pytest.raises(ValueError, match="fewer than batch_length"):
+    with pytest.raises(ValueError, match=r"buffer_size = 32 is invalid: it must be at least batch_length \+ replay_context"):
         DreamerV3Config(buffer_size=32)
     assert DreamerV3Config().updates_per_step == pytest.approx(32 / 1024)
 

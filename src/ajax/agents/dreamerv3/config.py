@@ -114,7 +114,6 @@ class DreamerV3Config(LoopConfig):
                 "blocks",
                 "bins",
                 "batch_size",
-                "batch_length",
                 "buffer_size",
                 "imag_length",
                 "enc_layers",
@@ -123,6 +122,8 @@ class DreamerV3Config(LoopConfig):
                 "ac_layers",
             )
         },  # fmt: skip
+        # The replay-value loss bootstraps along the replayed window (T - 1 returns).
+        "batch_length": at_least(2),
         "replay_context": one_of(0, 1),
         "train_ratio": positive(),
         "horizon": Rule(lo=1, lo_open=True),
