@@ -122,7 +122,7 @@ BAD = [
     ["train", "td3", "--env", "Pendulum-v1", "--policy-delay", "0"],
     ["train", "td3", "--env", "Pendulum-v1", "--target-noise", "-1"],
     ["train", "td3", "--env", "CartPole-v1"],
-    PPO_TRAIN + ["--num-minibatches", "0"], PPO_TRAIN + ["--num-minibatches", "3"],
+    PPO_TRAIN + ["--eval-freq", "10"], PPO_TRAIN + ["--num-minibatches", "0"], PPO_TRAIN + ["--num-minibatches", "3"],
     PPO_TRAIN + ["--clip-eps", "-1"], PPO_TRAIN + ["--activation", "foo"],
     PPO_TRAIN + ["--gae-lambda", "2"], PPO_TRAIN + ["--n-steps", "0"],
     PPO_TRAIN + ["--num-epochs", "0"], PPO_TRAIN + ["--max-grad-norm", "0"],

@@ -1,8 +1,11 @@
-"""The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``envs``, ``agents``.
+"""The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``check``, ``envs``, ``agents``.
 
 ``ajax train AGENT --env ID [--steps N] [--seed S] [--n-seeds K] [--out DIR] [--overwrite]
 [--<config-field> VALUE ...]``; every field of the agent's config dataclass is a flag (``tyro``
-parses and types them). Bad input gets one ``ajax: error: ...`` line and exit status 2.
+parses and types them). ``ajax resume DIR [--ignore-version]`` continues a run from its newest
+good checkpoint; ``ajax eval DIR [--episodes N]`` scores it; ``ajax check DIR`` reports every
+checkpoint's state (exit 1 when the run needs attention). Bad input gets one
+``ajax: error: ...`` line and exit status 2; a run that diverges exits with status 3.
 """
 
 from __future__ import annotations
@@ -153,6 +156,9 @@ def cmd_train(argv: list[str]) -> int:
         ) from err
     summary, _ = execute(algo, spec, out, progress=args.progress, wandb_project=args.wandb_project)
     _report(summary, out)
+    if summary["eval_every"] != getattr(config, "eval_freq", summary["eval_every"]):
+        print(f"note: --eval-freq {config.eval_freq} evaluated every {summary['eval_every']} env "
+              "steps: evaluations fall between whole chunks (vector steps or rollouts)")  # fmt: skip
     if summary["steps"] != args.steps:
         print(f"note: --steps {args.steps} ran {summary['steps']} steps: runs go in whole chunks "
               "of eval_freq env steps (lower --eval-freq for a finer grain)")  # fmt: skip
@@ -169,26 +175,55 @@ def _train_help(agent: str, config_cls) -> int:
 
 
 def _config_from(agent: str, values: dict):
+    """The agent's config from ``run.json``'s ``config``; unknown fields and bad values are a
+    :class:`~ajax.training.run.RunDirError` (the file was edited or comes from another version)."""
+    from ajax.training.run import RunDirError
+
     cls = _agents()[agent].config_cls
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields}
-    return cls(**kwargs)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise RunDirError(
+            f"run.json's config has field(s) {unknown} that {cls.__name__} does not know; "
+            f"remove them (valid: {', '.join(sorted(fields))})"
+        )
+    kwargs = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise RunDirError(f"run.json's config: {err}") from err
 
 
 def cmd_resume(argv: list[str]) -> int:
     from ajax.training.run import execute, load_spec
 
-    if len(argv) != 1:
-        raise UsageError("usage: ajax resume DIR")
+    ignore_version = "--ignore-version" in argv
+    argv = [a for a in argv if a != "--ignore-version"]
+    if len(argv) != 1 or argv[0].startswith("-"):
+        raise UsageError("usage: ajax resume DIR [--ignore-version]")
     out = Path(argv[0])
     try:
         spec = load_spec(out)
     except FileNotFoundError as err:
         raise UsageError(str(err)) from err
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config))
-    summary, _ = execute(algo, spec, out, resume=True)
+    summary, _ = execute(algo, spec, out, resume=True, ignore_version=ignore_version)
     _report(summary, out)
     return 0
+
+
+def cmd_check(argv: list[str]) -> int:
+    """``ajax check DIR``: report the run's checkpoints and metrics; exit 1 if it needs care."""
+    from ajax.training.check import check_run
+
+    if len(argv) != 1 or argv[0].startswith("-"):
+        raise UsageError("usage: ajax check DIR")
+    try:
+        lines, healthy = check_run(Path(argv[0]))
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from err
+    print("\n".join(lines))
+    return 0 if healthy else 1
 
 
 def cmd_eval(argv: list[str]) -> int:
@@ -245,6 +280,7 @@ COMMANDS = {
     "train": cmd_train,
     "resume": cmd_resume,
     "eval": cmd_eval,
+    "check": cmd_check,
     "envs": cmd_envs,
     "agents": cmd_agents,
 }
@@ -262,11 +298,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from ajax.training.run import Diverged
+    from ajax.training.run import Diverged, RunDirError
+    from ajax.validation import ConfigError
 
     try:
         return COMMANDS[cmd](argv[1:])
-    except UsageError as err:
+    except (UsageError, RunDirError, ConfigError) as err:
         print(f"ajax: error: {err}", file=sys.stderr)
         return 2
     except Diverged as err:

@@ -1,20 +1,46 @@
-"""Atomic checkpoints of a whole training state (agent, env, replay, keys) with orbax.
+"""Atomic, verified checkpoints of a whole training state (agent, env, replay, keys) with orbax.
 
 orbax writes each step into a temporary directory and renames it when complete, so a crash or a
-kill during a save leaves the previous checkpoint intact. Keys are stored as raw uint32 data.
-orbax refuses zero-size arrays (MJX states hold some, e.g. ``data.act`` of a model without
-actuator activations), so those are stored as one placeholder element and restored from the
-template, which already holds their (empty) value.
+kill during a save leaves the previous checkpoint intact. After orbax has finished, a manifest
+(``MANIFEST.json``, written atomically) records a SHA-256 over every file of the step and the
+identity of the run that made it (:func:`save_checkpoint`). Restoring verifies the digest;
+a damaged, unreadable or unrecorded step is moved aside into ``checkpoints.damaged/`` (never
+deleted) and the newest good one is used (:func:`restore_newest_good`).
+
+Keys are stored as raw uint32 data. orbax refuses zero-size arrays (MJX states hold some, e.g.
+``data.act`` of a model without actuator activations), so those are stored as one placeholder
+element and restored from the template, which already holds their (empty) value.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from ajax.training.io import read_json, write_json_atomic
+
+MANIFEST = "MANIFEST.json"
+DAMAGED = "checkpoints.damaged"
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointStatus:
+    """One step directory as found on disk: ``state`` is "ok", "damaged" or "unverified"."""
+
+    step: int
+    state: str
+    detail: str
+    bytes: int
 
 
 def _manager(directory: str | Path, max_to_keep: int | None = 2) -> ocp.CheckpointManager:
@@ -29,31 +55,163 @@ def _storable(x) -> np.ndarray:
     return np.zeros((1,), x.dtype) if x.size == 0 else x
 
 
-def save_checkpoint(directory: str | Path, step: int, state: Any, max_to_keep: int = 2) -> None:
-    """Save ``state`` (a pytree of arrays) as checkpoint ``step``; returns when it is on disk."""
+def digest(step_dir: Path) -> dict:
+    """SHA-256 over every file of a step directory (relative path and bytes, sorted)."""
+    h, total, files = hashlib.sha256(), 0, 0
+    for path in sorted(p for p in Path(step_dir).rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(step_dir)).encode() + b"\0")
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+                total += len(block)
+        files += 1
+    return {"sha256": h.hexdigest(), "bytes": total, "files": files}
+
+
+def read_manifest(directory: str | Path) -> dict | None:
+    """The manifest (``{"identity": ..., "steps": {step: digest}}``), or None if absent or
+    unreadable (then no step can be verified)."""
+    path = Path(directory) / MANIFEST
+    try:
+        manifest = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return (
+        manifest if isinstance(manifest, dict) and isinstance(manifest.get("steps"), dict) else None
+    )
+
+
+def steps_on_disk(directory: str | Path) -> list[int]:
+    """Finalised step directories, oldest first (orbax's temporaries are not all digits)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def save_checkpoint(
+    directory: str | Path,
+    step: int,
+    state: Any,
+    max_to_keep: int = 2,
+    identity: dict | None = None,
+) -> None:
+    """Save ``state`` (a pytree of arrays) as checkpoint ``step``, then record its digest and
+    ``identity`` (what made it) in the manifest; returns when both are on disk."""
+    directory = Path(directory)
     with _manager(directory, max_to_keep) as mngr:
         host = jax.tree.map(_storable, jax.device_get(state))
         mngr.save(step, args=ocp.args.StandardSave(host), force=True)
         mngr.wait_until_finished()
+    old = read_manifest(directory) or {"steps": {}}
+    kept = {
+        str(s): old["steps"][str(s)] for s in steps_on_disk(directory) if str(s) in old["steps"]
+    }
+    kept[str(step)] = digest(directory / str(step))
+    manifest = {"format": 1, "identity": identity or old.get("identity"), "steps": kept}
+    write_json_atomic(directory / MANIFEST, manifest)
+
+
+def identity_of(directory: str | Path) -> dict | None:
+    """What the run's checkpoints were made with (agent, env, seeds, config, version)."""
+    manifest = read_manifest(directory)
+    return None if manifest is None else manifest.get("identity")
+
+
+def check_steps(directory: str | Path) -> list[CheckpointStatus]:
+    """The verification state of every step on disk, newest first (``ajax check``)."""
+    manifest = read_manifest(directory)
+    out = []
+    for step in reversed(steps_on_disk(directory)):
+        found = digest(Path(directory) / str(step))
+        if manifest is None:
+            state, detail = "unverified", f"no readable {MANIFEST}"
+        elif str(step) not in manifest["steps"]:
+            state, detail = "unverified", "not in the manifest (the save did not finish)"
+        elif manifest["steps"][str(step)]["sha256"] != found["sha256"]:
+            want = manifest["steps"][str(step)]
+            state = "damaged"
+            detail = f"checksum mismatch ({found['bytes']} bytes on disk, {want['bytes']} written)"
+        else:
+            state, detail = "ok", "checksum verified"
+        out.append(CheckpointStatus(step, state, detail, found["bytes"]))
+    return out
+
+
+def move_aside(directory: str | Path, step: int, reason: str) -> Path:
+    """Move step ``step`` into ``../checkpoints.damaged/`` with a note of why; never deletes."""
+    directory = Path(directory)
+    dest_root = directory.parent / DAMAGED
+    dest_root.mkdir(exist_ok=True)
+    n = 0
+    while (dest := dest_root / (f"{step}" if n == 0 else f"{step}.{n}")).exists():
+        n += 1
+    shutil.move(str(directory / str(step)), dest)
+    (dest / "WHY.txt").write_text(reason + "\n")
+    return dest
 
 
 def latest_step(directory: str | Path) -> int | None:
-    """The newest complete checkpoint's step, or None."""
-    if not Path(directory).exists():
-        return None
-    with _manager(directory) as mngr:
-        return mngr.latest_step()
+    """The newest finalised checkpoint's step on disk (verified or not), or None."""
+    steps = steps_on_disk(directory)
+    return steps[-1] if steps else None
+
+
+@contextlib.contextmanager
+def _quiet_orbax():
+    """A failed restore makes orbax and absl log many tracebacks; the caller reports one line."""
+    loggers = [logging.getLogger(name) for name in ("absl", "orbax", "asyncio")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def restore_checkpoint(directory: str | Path, template: Any, step: int | None = None) -> Any:
-    """Restore checkpoint ``step`` (default: the newest) into the structure of ``template``."""
-    with _manager(directory) as mngr:
-        step = mngr.latest_step() if step is None else step
-        if step is None:
-            raise FileNotFoundError(f"no checkpoint in {directory}")
-        host = jax.tree.map(_storable, jax.device_get(template))
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, host)
+    """Restore checkpoint ``step`` (default: the newest) into the structure of ``template``,
+    without verifying it (see :func:`restore_newest_good`)."""
+    step = latest_step(directory) if step is None else step
+    if step is None:
+        raise FileNotFoundError(f"no checkpoint in {directory}")
+    host = jax.tree.map(_storable, jax.device_get(template))
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, host)
+    with _quiet_orbax(), _manager(directory) as mngr:
         restored = mngr.restore(step, args=ocp.args.StandardRestore(abstract))
     return jax.tree.map(
         lambda t, r: jax.numpy.asarray(t if t.size == 0 else r, dtype=t.dtype), template, restored
     )
+
+
+def restore_newest_good(
+    directory: str | Path,
+    template: Any,
+    move_damaged: bool = True,
+    warn: Callable[[str], None] = print,
+) -> tuple[int | None, Any]:
+    """The newest checkpoint that verifies and restores, as ``(step, state)``; ``(None,
+    template)`` when there is none. Each damaged, unrecorded or unreadable newer step is reported
+    through ``warn`` and moved aside (``move_damaged``; ``ajax eval`` only skips it).
+
+    Without any manifest (runs from before manifests existed) the newest step is restored
+    unverified and a failure is raised, not moved aside: nothing says the data is at fault.
+    """
+    if read_manifest(directory) is None and latest_step(directory) is not None:
+        warn(f"note: {Path(directory) / MANIFEST} is missing; restoring unverified checkpoints")
+        step = latest_step(directory)
+        return step, restore_checkpoint(directory, template, step)
+    for status in check_steps(directory):
+        problem = None if status.state == "ok" else f"{status.state}: {status.detail}"
+        if problem is None:
+            try:
+                return status.step, restore_checkpoint(directory, template, status.step)
+            except Exception as err:  # noqa: BLE001 (any unreadable file is damage)
+                problem = f"unreadable: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        where = ""
+        if move_damaged:
+            where = f"; moved to {move_aside(directory, status.step, problem)}"
+        warn(f"warning: checkpoint {status.step} is {problem}{where}; trying an older one")
+    return None, template

@@ -13,27 +13,41 @@ from typing import Any
 import numpy as np
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Plain Python for numpy/jax scalars and arrays; NaN and inf become None (strict JSON)."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "tolist"):
-        return _jsonable(np.asarray(value).tolist())
+        return jsonable(np.asarray(value).tolist())
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _open_temp(path: Path) -> tuple[int, str]:
+    """A temporary file beside ``path`` with the mode a plain ``open`` would give (mkstemp's
+    0600 would leave summary.json and run.json private while the rest of the run is not)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
 
 
 def write_json_atomic(path: str | Path, data: Mapping[str, Any]) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _open_temp(path)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(_jsonable(data), f, indent=2, allow_nan=False)
+            json.dump(jsonable(data), f, indent=2, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -49,37 +63,64 @@ def read_json(path: str | Path) -> dict:
 
 def append_jsonl(path: str | Path, record: Mapping[str, Any]) -> None:
     """Append one JSON object as one line, flushed and synced (a kill loses at most that line)."""
-    line = json.dumps(_jsonable(record), allow_nan=False) + "\n"
+    line = json.dumps(jsonable(record), allow_nan=False) + "\n"
     with open(path, "a") as f:
         f.write(line)
         f.flush()
         os.fsync(f.fileno())
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Every complete line of a JSONL file (a torn last line from a kill is skipped)."""
-    out = []
-    if not Path(path).exists():
-        return out
+def _is_record(value: Any) -> bool:
+    """A metrics line: a JSON object with an integer ``step``."""
+    step = value.get("step") if isinstance(value, dict) else None
+    return isinstance(step, int) and not isinstance(step, bool)
+
+
+def split_jsonl(path: Path) -> tuple[list[dict], list[str]]:
+    records, malformed = [], []
+    if not path.exists():
+        return records, malformed
     with open(path) as f:
         for line in f:
             try:
-                out.append(json.loads(line))
+                value = json.loads(line)
             except json.JSONDecodeError:
-                continue
-    return out
+                value = None
+            if _is_record(value):
+                records.append(value)
+            elif line.strip():
+                malformed.append(line if line.endswith("\n") else line + "\n")
+    return records, malformed
 
 
-def truncate_jsonl(path: str | Path, max_step: int) -> None:
-    """Keep only the records with ``step <= max_step`` (resume from an older checkpoint)."""
-    records = [r for r in read_jsonl(path) if r.get("step", 0) <= max_step]
-    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, suffix=".tmp")
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every well-formed record of a metrics file (a torn last line from a kill, or any line
+    that is not an object with an integer ``step``, is skipped)."""
+    return split_jsonl(Path(path))[0]
+
+
+def truncate_jsonl(path: str | Path, max_step: int) -> list[dict]:
+    """Keep only the records with ``step <= max_step`` (resume from a checkpoint) and return
+    them. Malformed lines are appended to ``<name>.malformed`` beside it, not dropped; records
+    after ``max_step`` are dropped because the resumed run writes them again."""
+    path = Path(path)
+    records, malformed = split_jsonl(path)
+    records = [r for r in records if r["step"] <= max_step]
+    if malformed:
+        with open(path.with_name(path.name + ".malformed"), "a") as f:
+            f.writelines(malformed)
+            f.flush()
+            os.fsync(f.fileno())
+    if not path.exists():
+        return records
+    fd, tmp = _open_temp(path)
     with os.fdopen(fd, "w") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+    return records
 
 
 def plot_curve(path: str | Path, records: Iterable[Mapping[str, Any]], title: str) -> None:
@@ -89,7 +130,8 @@ def plot_curve(path: str | Path, records: Iterable[Mapping[str, Any]], title: st
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in records if r.get("eval_returns") is not None]
+    rows = [r for r in records if isinstance(r.get("eval_returns"), list)]
+    rows = [r for r in rows if len(r["eval_returns"]) == len(rows[-1]["eval_returns"])]
     fig, ax = plt.subplots(figsize=(6, 4))
     if rows:
         steps = np.array([r["step"] for r in rows])

@@ -18,8 +18,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.training.algorithm import Algorithm, n_chunks_for, segment_fn
-from ajax.training.checkpoint import latest_step, restore_checkpoint, save_checkpoint
-from ajax.training.io import plot_curve, read_json, read_jsonl, truncate_jsonl, write_json_atomic
+from ajax.training.checkpoint import identity_of, restore_newest_good, save_checkpoint
+from ajax.training.io import (
+    jsonable,
+    plot_curve,
+    read_json,
+    read_jsonl,
+    truncate_jsonl,
+    write_json_atomic,
+)
 from ajax.training.logger import RunLogger
 from ajax.validation import Validated, between, positive, require
 
@@ -74,10 +81,81 @@ def prepare_run_dir(out: Path, spec: RunSpec, overwrite: bool) -> None:
     write_json_atomic(out / RUN_FILE, dataclasses.asdict(spec))
 
 
+class RunDirError(ValueError):
+    """A run directory that cannot be resumed or evaluated as it is; the message names the fix."""
+
+
 def load_spec(out: Path) -> RunSpec:
-    if not (out / RUN_FILE).exists():
+    """The run's ``run.json``, checked like a new run's options (:class:`RunDirError`)."""
+    path = out / RUN_FILE
+    if not path.exists():
         raise FileNotFoundError(f"{out} is not a run directory (no {RUN_FILE})")
-    return RunSpec(**read_json(out / RUN_FILE))
+    try:
+        data = read_json(path)
+    except ValueError as err:
+        raise RunDirError(
+            f"{path} is not valid JSON ({err}); restore it or start a new run"
+        ) from err
+    fields = [f.name for f in dataclasses.fields(RunSpec)]
+    if (
+        not isinstance(data, dict)
+        or set(data) - set(fields)
+        or not isinstance(data.get("config", {}), dict)
+    ):
+        extra = sorted(set(data) - set(fields)) if isinstance(data, dict) else type(data).__name__
+        raise RunDirError(f"{path} has unexpected content ({extra}); it holds the fields {fields}")
+    try:
+        return RunSpec(**data)
+    except TypeError as err:
+        raise RunDirError(f"{path}: {err}; it holds the fields {fields}") from err
+    except ValueError as err:
+        raise RunDirError(f"{path}: {err}") from err
+
+
+def identity(spec: RunSpec) -> dict:
+    """What a checkpoint must have been made with to be resumed by ``spec`` (all of the spec
+    but ``checkpoint_every``, which only splits the same scan), plus the package version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ajax_version = version("ajax-rl")
+    except PackageNotFoundError:
+        ajax_version = "unknown"
+    fields = dataclasses.asdict(spec)
+    fields.pop("checkpoint_every")
+    return jsonable({**fields, "ajax_version": ajax_version})
+
+
+def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(recorded) | set(current)):
+        a, b = recorded.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key} {a!r} (checkpoint) vs {b!r} (run.json)")
+    return out
+
+
+def check_identity(spec: RunSpec, ckpt_dir: Path, ignore_version: bool = False) -> None:
+    """Refuse to resume checkpoints made by a different run, naming the differing fields."""
+    recorded = identity_of(ckpt_dir)
+    if recorded is None:
+        return
+    current = identity(spec)
+    if ignore_version:
+        recorded = {**recorded, "ajax_version": current["ajax_version"]}
+    diff = _differences(recorded, current)
+    if not diff:
+        return
+    fix = (
+        "pass --ignore-version to resume with this version"
+        if all(d.startswith("ajax_version") for d in diff)
+        else "restore those values in run.json, or start a new run with 'ajax train ... --out NEW'"
+    )
+    raise RunDirError(
+        f"the checkpoints in {ckpt_dir} were made by a different run: {'; '.join(diff)}; {fix}"
+    )
 
 
 class Diverged(RuntimeError):
@@ -105,7 +183,13 @@ def check_finite(records: dict, agent_state) -> None:
             raise Diverged(f"parameter {jax.tree_util.keystr(path)}", int(steps[-1].max()))
 
 
-def _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir):
+def warn(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr)
+
+
+def _run_jax(algo, spec, chunks, state, done_chunks, logger, save):
     """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
     losses or parameters went non-finite is not checkpointed (:class:`Diverged`)."""
     segments: dict[int, Any] = {}
@@ -117,22 +201,22 @@ def _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir):
         jax.block_until_ready(state)
         check_finite(records, state.agent)
         done_chunks += n
-        if ckpt_dir is not None:
-            save_checkpoint(ckpt_dir, done_chunks, state)
+        if save is not None:
+            save(done_chunks, state)
     return state
 
 
-def _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir):
+def _run_host(run, n_chunks, done_chunks, spec, logger, save):
     """Host env: one Python-driven chunk at a time around the same jitted learner."""
     while done_chunks < n_chunks:
         record = run.run_chunk()
         logger(record)
         check_finite(jax.tree.map(lambda x: np.asarray(x)[None], record), run.state.agent)
         done_chunks += 1
-        if ckpt_dir is not None and (
+        if save is not None and (
             done_chunks % spec.checkpoint_every == 0 or done_chunks == n_chunks
         ):
-            save_checkpoint(ckpt_dir, done_chunks, run.state)
+            save(done_chunks, run.state)
     return run.state
 
 
@@ -143,9 +227,18 @@ def execute(
     progress: bool = True,
     resume: bool = False,
     wandb_project: str | None = None,
+    ignore_version: bool = False,
 ) -> tuple[dict[str, Any], Any]:
-    """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``."""
+    """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``.
+
+    ``resume`` continues from the newest checkpoint that verifies (damaged ones are moved aside,
+    see :func:`ajax.training.checkpoint.restore_newest_good`) after checking it was made by
+    this spec, and cuts ``metrics.jsonl`` back to that checkpoint's step (to 0 without one).
+    """
     seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
+    ckpt_dir = None if out is None else out / "checkpoints"
+    if resume and ckpt_dir is not None:
+        check_identity(spec, ckpt_dir, ignore_version)  # before any compile
     if algo.is_jax:
         chunks = algo.make_chunks(spec.steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
@@ -156,13 +249,23 @@ def execute(
         state, per_chunk = run.state, run.steps_per_chunk
         n_chunks = n_chunks_for(spec.steps, per_chunk)
     done_chunks, wall_offset = 0, 0.0
-    ckpt_dir = None if out is None else out / "checkpoints"
-    if resume and ckpt_dir is not None and latest_step(ckpt_dir) is not None:
-        done_chunks = latest_step(ckpt_dir)
-        state = restore_checkpoint(ckpt_dir, state, done_chunks)
-        truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk)
-        previous = read_jsonl(out / "metrics.jsonl")
-        wall_offset = previous[-1]["wall_time_s"] if previous else 0.0
+    save = None
+    if ckpt_dir is not None:
+        made_by = identity(spec)
+
+        def save(step, state):
+            save_checkpoint(ckpt_dir, step, state, identity=made_by)
+
+    if resume and ckpt_dir is not None:
+        step, state = restore_newest_good(ckpt_dir, state, warn=warn)
+        done_chunks = step or 0
+        if done_chunks > n_chunks:
+            raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
+        previous = truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk)
+        times = [
+            r["wall_time_s"] for r in previous if isinstance(r.get("wall_time_s"), float | int)
+        ]
+        wall_offset = float(times[-1]) if times else 0.0
     logger = RunLogger(
         out,
         n_chunks * per_chunk,
@@ -173,10 +276,10 @@ def execute(
     )
     try:
         if algo.is_jax:
-            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, ckpt_dir)
+            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save)
         else:
             run.state = state
-            state = _run_host(run, n_chunks, done_chunks, spec, logger, ckpt_dir)
+            state = _run_host(run, n_chunks, done_chunks, spec, logger, save)
     except Diverged as err:
         if out is not None:
             diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
@@ -186,12 +289,14 @@ def execute(
     finally:
         logger.close()
     records = read_jsonl(out / "metrics.jsonl") if out is not None else logger.records
-    final = np.asarray(records[-1]["eval_returns"], dtype=float)
+    last = records[-1].get("eval_returns") if records else None
+    final = np.asarray(last if isinstance(last, list) else [np.nan] * spec.n_seeds, dtype=float)
     summary = {
         "agent": spec.agent,
         "env": spec.env,
         "status": "finished",
         "steps": n_chunks * per_chunk,
+        "eval_every": per_chunk,
         "seeds": seeds,
         "final_eval_return": float(np.nanmean(final)),
         "final_eval_returns": final.tolist(),

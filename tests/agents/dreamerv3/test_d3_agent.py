@@ -52,7 +52,10 @@ def test_d3_presets_and_bad_input():
         DreamerV3Config(batch_length=1)
     with pytest.raises(ValueError, match="train_ratio = 0 is invalid: it must be > 0"):
         DreamerV3Config(train_ratio=0)
-    with pytest.raises(ValueError, match=r"buffer_size = 32 is invalid: it must be at least batch_length \+ replay_context"):
+    with pytest.raises(
+        ValueError,
+        match=r"buffer_size = 32 is invalid: it must be at least batch_length \+ replay_context",
+    ):
         DreamerV3Config(buffer_size=32)
     assert DreamerV3Config().updates_per_step == pytest.approx(32 / 1024)
 

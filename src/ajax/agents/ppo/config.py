@@ -67,3 +67,6 @@ class PPOConfig(LoopConfig):
             "num_minibatches",
             f"a divisor of n_envs * n_steps = {self.n_envs * self.n_steps}",
         )
+        rollout = self.n_envs * self.n_steps
+        require(self, self.eval_freq >= rollout, "eval_freq",
+                f">= n_envs * n_steps = {rollout} (evaluations fall between whole rollouts)")  # fmt: skip
