@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import itertools
 import sys
 import time
+import typing
 from pathlib import Path
 
 import tyro
@@ -55,6 +57,7 @@ class TrainArgs:
     checkpoint_every: int = 5
     progress: bool = True
     wandb_project: str | None = None
+    devices: int = 1
 
 
 def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
@@ -82,16 +85,79 @@ def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
 
 
 def _parse(cls, args: list[str], default=None):
-    """tyro-parse ``args`` into ``cls``; its error box becomes one UsageError line."""
-    captured = io.StringIO()
+    """tyro-parse ``args`` into ``cls``; a failure becomes one UsageError line naming the flag,
+    what it takes and, for an unknown nested field, the valid ones."""
     try:
-        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             return tyro.cli(cls, args=args, default=default, console_outputs=False)
     except SystemExit as err:
-        lines = [ln.strip(" │╭╮╰╯─-") for ln in captured.getvalue().splitlines()]
-        detail = next((ln for ln in lines if ln.startswith("Error parsing")), "")
-        detail = detail.split(": ", 1)[-1] or "see --help"
-        raise UsageError(f"invalid value in '{' '.join(args)}': {detail}") from err
+        raise UsageError(_diagnose(cls, args)) from err
+
+
+def _flag(dotted: str) -> str:
+    return "--" + dotted.replace("_", "-")
+
+
+def _resolve(cls, dotted: str):
+    """The (owner class, field, type) a dotted flag name sets; UsageError if there is none."""
+    owner, parts = cls, dotted.split(".")
+    for i, part in enumerate(parts):
+        hints = typing.get_type_hints(owner)
+        names = [f.name for f in dataclasses.fields(owner)]
+        if part not in names:
+            prefix = ".".join(parts[:i])
+            valid = ", ".join(_flag(f"{prefix}.{n}" if prefix else n) for n in sorted(names))
+            raise UsageError(f"unknown option {_flag(dotted)}; valid here: {valid}")
+        if i == len(parts) - 1:
+            return owner, part, hints[part]
+        owner = hints[part]
+        if not dataclasses.is_dataclass(owner):
+            raise UsageError(f"{_flag('.'.join(parts[: i + 1]))} has no fields")
+
+
+def _takes(owner, name: str, hint) -> str:
+    """What a flag takes, e.g. "an int > 0 (default 256)"."""
+    kind = getattr(hint, "__name__", str(hint)).replace("NoneType", "none")
+    rule = getattr(owner, "RULES", {}).get(name)
+    default = next((f.default for f in dataclasses.fields(owner) if f.name == name), None)
+    article = "an" if kind[:1] in "aeiou" else "a"
+    text = f"{article} {kind}" + (f" that is {rule.describe()}" if rule is not None else "")
+    return text + ("" if default is dataclasses.MISSING else f" (default {default!r})")
+
+
+def _diagnose(cls, args: list[str]) -> str:
+    """The first flag of ``args`` that cannot parse, and why."""
+    for i, tok in enumerate(args):
+        if not tok.startswith("--"):
+            continue
+        dotted, _, inline = tok[2:].partition("=")
+        dotted = dotted.replace("-", "_")
+        if dotted.split(".")[-1].startswith("no_"):
+            continue  # a boolean switch
+        owner, name, hint = _resolve(cls, dotted)
+        if hint is bool:
+            continue
+        if dataclasses.is_dataclass(hint):
+            fields = ", ".join(_flag(f"{dotted}.{f.name}") for f in dataclasses.fields(hint))
+            return f"{_flag(dotted)} is a group of fields; set them one by one: {fields}"
+        values = (
+            [inline]
+            if inline
+            else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1 :]))
+        )
+        if not values:
+            return f"{_flag(dotted)} needs a value: {_takes(owner, name, hint)}"
+        arity = len(typing.get_args(hint)) if typing.get_origin(hint) is tuple else 1
+        if arity > 1 and len(values) != arity:
+            return (f"{_flag(dotted)} takes {arity} values, got {len(values)}: "
+                    f"{_takes(owner, name, hint)}")  # fmt: skip
+        with contextlib.suppress(ValueError, TypeError):
+            if hint in (int, float):
+                hint(values[0])
+                continue
+        if hint in (int, float):
+            return f"invalid value {' '.join(values)!r} for {_flag(dotted)}: it takes {_takes(owner, name, hint)}"
+    return f"cannot parse '{' '.join(args)}'; 'ajax train AGENT --help' lists every option"
 
 
 def _make_algo(agent: str, env: str, config):
@@ -131,6 +197,8 @@ def cmd_train(argv: list[str]) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     algo = _make_algo(agent, args.env, config)
+    if args.devices > 1 and not algo.is_jax:
+        raise UsageError(f"--devices applies to JAX envs; {args.env} steps on the host")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
     try:
@@ -145,6 +213,7 @@ def cmd_train(argv: list[str]) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
+    _check_devices(args.devices, args.n_seeds)
     try:
         prepare_run_dir(out, spec, args.overwrite)
     except FileExistsError as err:
@@ -154,7 +223,14 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(
             f"cannot create the run directory {out}: {reason}; pick a writable --out path"
         ) from err
-    summary, _ = execute(algo, spec, out, progress=args.progress, wandb_project=args.wandb_project)
+    summary, _ = execute(
+        algo,
+        spec,
+        out,
+        progress=args.progress,
+        wandb_project=args.wandb_project,
+        devices=args.devices,
+    )
     _report(summary, out)
     if summary["eval_every"] != getattr(config, "eval_freq", summary["eval_every"]):
         print(f"note: --eval-freq {config.eval_freq} evaluated every {summary['eval_every']} env "
@@ -194,20 +270,41 @@ def _config_from(agent: str, values: dict):
         raise RunDirError(f"run.json's config: {err}") from err
 
 
+def _check_devices(devices: int, n_seeds: int) -> None:
+    from ajax.training.sharding import seed_mesh
+
+    try:
+        seed_mesh(devices, n_seeds)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
 def cmd_resume(argv: list[str]) -> int:
     from ajax.training.run import execute, load_spec
 
+    usage = "usage: ajax resume DIR [--devices D] [--ignore-version]"
     ignore_version = "--ignore-version" in argv
     argv = [a for a in argv if a != "--ignore-version"]
+    devices = 1
+    if "--devices" in argv:
+        i = argv.index("--devices")
+        try:
+            devices = int(argv[i + 1])
+        except (IndexError, ValueError):
+            raise UsageError(f"--devices needs a positive integer; {usage}") from None
+        argv = argv[:i] + argv[i + 2 :]
     if len(argv) != 1 or argv[0].startswith("-"):
-        raise UsageError("usage: ajax resume DIR [--ignore-version]")
+        raise UsageError(usage)
     out = Path(argv[0])
     try:
         spec = load_spec(out)
     except FileNotFoundError as err:
         raise UsageError(str(err)) from err
+    _check_devices(devices, spec.n_seeds)
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config))
-    summary, _ = execute(algo, spec, out, resume=True, ignore_version=ignore_version)
+    summary, _ = execute(
+        algo, spec, out, resume=True, ignore_version=ignore_version, devices=devices
+    )
     _report(summary, out)
     return 0
 

@@ -16,6 +16,13 @@ import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
 from ajax.training.loop import Policy, stateless
+from ajax.training.sharding import (
+    CHUNKS_THEN_SEEDS,
+    SEEDS,
+    over_seeds,
+    seed_mesh,
+    shard_seeds,
+)
 
 
 class Chunks(NamedTuple):
@@ -113,17 +120,34 @@ class Algorithm:
         return train
 
     def train(
-        self, seed: int = 0, total_steps: int = 20_000, n_seeds: int = 1, on_record=None
+        self,
+        seed: int = 0,
+        total_steps: int = 20_000,
+        n_seeds: int = 1,
+        on_record=None,
+        devices: int | None = None,
     ) -> TrainResult:
-        """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each."""
+        """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each;
+        ``devices`` shards the seeds over that many devices (:mod:`ajax.training.sharding`)."""
         check_steps(total_steps)
         check_seeds(seed, n_seeds)
+        mesh = seed_mesh(devices, n_seeds)
         if not self.is_jax:
+            if mesh is not None:
+                raise ValueError("devices applies to JAX envs; a host env steps on the host")
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
-        segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
-        states, records = jax.jit(lambda k: segment(jax.vmap(chunks.init)(k)))(keys)
+        keys = shard_seeds(keys, mesh)
+        # Sharded, records reach on_record after the run (a callback would see one block).
+        segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record if mesh is None else None)
+        run = over_seeds(
+            lambda k: segment(jax.vmap(chunks.init)(k)), mesh, (SEEDS, CHUNKS_THEN_SEEDS)
+        )
+        states, records = jax.jit(run)(keys)
+        if mesh is not None and on_record is not None:
+            for i in range(chunks.n_chunks):
+                on_record(jax.tree.map(lambda x, i=i: x[i], records))
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]
         if n_seeds == 1:
             states = jax.tree.map(lambda x: x[0], states)

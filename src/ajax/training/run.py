@@ -28,6 +28,13 @@ from ajax.training.io import (
     write_json_atomic,
 )
 from ajax.training.logger import RunLogger
+from ajax.training.sharding import (
+    CHUNKS_THEN_SEEDS,
+    SEEDS,
+    over_seeds,
+    seed_mesh,
+    shard_seeds,
+)
 from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
@@ -189,16 +196,21 @@ def warn(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def _run_jax(algo, spec, chunks, state, done_chunks, logger, save):
+def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None):
     """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
-    losses or parameters went non-finite is not checkpointed (:class:`Diverged`)."""
+    losses or parameters went non-finite is not checkpointed (:class:`Diverged`). Sharded over
+    ``mesh``, a segment's records are logged when it returns (a callback sees one block)."""
     segments: dict[int, Any] = {}
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
-            segments[n] = jax.jit(segment_fn(chunks.run_chunk, n, logger))
+            segment = segment_fn(chunks.run_chunk, n, logger if mesh is None else None)
+            segments[n] = jax.jit(over_seeds(segment, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
         state, records = segments[n](state)
         jax.block_until_ready(state)
+        if mesh is not None:
+            for i in range(n):
+                logger(jax.tree.map(lambda x, i=i: x[i], records))
         check_finite(records, state.agent)
         done_chunks += n
         if save is not None:
@@ -228,21 +240,27 @@ def execute(
     resume: bool = False,
     wandb_project: str | None = None,
     ignore_version: bool = False,
+    devices: int | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``.
 
     ``resume`` continues from the newest checkpoint that verifies (damaged ones are moved aside,
     see :func:`ajax.training.checkpoint.restore_newest_good`) after checking it was made by
     this spec, and cuts ``metrics.jsonl`` back to that checkpoint's step (to 0 without one).
+    ``devices`` shards the seeds over that many devices; it is not part of the run's identity
+    (a checkpoint is host arrays, so a run saved on 4 devices resumes on any divisor count).
     """
     seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
+    mesh = seed_mesh(devices, spec.n_seeds)
+    if mesh is not None and not algo.is_jax:
+        raise ValueError("--devices applies to JAX envs; a host env steps on the host")
     if algo.is_jax:
         chunks = algo.make_chunks(spec.steps)
-        keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
-        state = jax.jit(jax.vmap(chunks.init))(keys)
+        keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
+        state = jax.jit(over_seeds(jax.vmap(chunks.init), mesh))(keys)
         per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
     else:
         run = algo.host_run(spec.steps, seeds)
@@ -258,6 +276,8 @@ def execute(
 
     if resume and ckpt_dir is not None:
         step, state = restore_newest_good(ckpt_dir, state, warn=warn)
+        if algo.is_jax:
+            state = shard_seeds(state, mesh)
         done_chunks = step or 0
         if done_chunks > n_chunks:
             raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
@@ -276,7 +296,7 @@ def execute(
     )
     try:
         if algo.is_jax:
-            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save)
+            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh)
         else:
             run.state = state
             state = _run_host(run, n_chunks, done_chunks, spec, logger, save)

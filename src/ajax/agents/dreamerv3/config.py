@@ -128,6 +128,7 @@ class DreamerV3Config(LoopConfig):
         "train_ratio": positive(),
         "horizon": Rule(lo=1, lo_open=True),
         "unimix": between(0.0, 1.0, hi_open=True),
+        **{name: between(0.0, 1.0, hi_open=True) for name in ("beta1", "beta2")},
         **{name: between(0.0, 1.0) for name in ("lam", "slow_rate", "retnorm_rate")},
         **{name: positive() for name in ("lr", "retnorm_limit", "minstd", "maxstd")},
         **{

@@ -1,0 +1,95 @@
+"""Run in a subprocess by test_sharding.py: four forced CPU devices must be set before JAX starts.
+
+``python sharded_runs.py AGENT OUT_DIR`` trains AGENT's tiny config with 4 seeds on one device
+and sharded over 4 devices, then a 4-device run directory resumed on 1 and on 2 devices, and
+prints one JSON object of measurements (the test asserts on them).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config  # noqa: E402
+from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
+from ajax.agents.sac import SAC, SACConfig  # noqa: E402
+from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config  # noqa: E402
+from ajax.training.run import RunSpec, execute, prepare_run_dir  # noqa: E402
+
+AGENTS = {
+    "sac": (SAC, "Pendulum-v1", 100, SACConfig(hidden=16, batch_size=32, learning_starts=32,
+                                               buffer_size=256, eval_freq=50, eval_episodes=1)),
+    "ppo": (PPO, "CartPole-v1", 128, PPOConfig(hidden=16, n_envs=2, n_steps=16, num_minibatches=2,
+                                               eval_freq=64, eval_episodes=1)),
+    "tdmpc2": (TDMPC2, "Pendulum-v1", 100, TDMPC2Config.preset(
+        1, enc_dim=16, mlp_dim=16, latent_dim=16, batch_size=8, seed_steps=40, eval_freq=50,
+        eval_episodes=1,
+        planner=PlannerConfig(num_samples=16, num_pi_trajs=2, num_elites=4, iterations=2))),
+    "dreamerv3": (DreamerV3, "Pendulum-v1", 100, DreamerV3Config.preset(
+        "1m", batch_size=2, batch_length=8, train_ratio=0.5, eval_freq=50, eval_episodes=1)),
+}  # fmt: skip
+
+
+def _max_diff(a, b) -> float:
+    diffs = [
+        float(np.max(np.abs(np.asarray(x, np.float64) - np.asarray(y, np.float64)), initial=0.0))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+        if np.asarray(x).dtype.kind == "f"
+    ]
+    return max(diffs)
+
+
+def _int_leaves_equal(a, b) -> bool:
+    return all(
+        np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+        if np.asarray(x).dtype.kind in "iub"
+    )
+
+
+def main(agent: str, out: Path) -> dict:
+    cls, env, steps, config = AGENTS[agent]
+    one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4)
+    four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4, devices=4)
+    leaves = jax.tree.leaves(four.state)
+    result = {
+        "devices": len(jax.devices()),
+        "sharded_leaves": sum(len(x.sharding.device_set) == 4 for x in leaves),
+        "leaves": len(leaves),
+        "shard_seeds": sorted({x.addressable_shards[0].data.shape[0] for x in leaves}),
+        "param_diff": _max_diff(one.state.agent, four.state.agent),
+        "eval_one": np.asarray(one.metrics["eval_return"]).tolist(),
+        "eval_four": np.asarray(four.metrics["eval_return"]).tolist(),
+        "ints_equal": _int_leaves_equal(one.state, four.state),
+    }
+    # A checkpoint written on 4 devices resumes on 1 and on 2 (the newest step removed, as if
+    # the run had stopped after its first chunk).
+    spec = RunSpec(agent=agent, env=env, steps=steps, n_seeds=4, checkpoint_every=1,
+                   config=dataclasses.asdict(config))  # fmt: skip
+    prepare_run_dir(out / "full", spec, overwrite=False)
+    _, full = execute(cls(env, config), spec, out / "full", progress=False, devices=4)
+    for devices in (1, 2):
+        cut = out / f"resume{devices}"
+        shutil.copytree(out / "full", cut)
+        shutil.rmtree(cut / "checkpoints" / "2")
+        summary, resumed = execute(
+            cls(env, config), spec, cut, progress=False, resume=True, devices=devices
+        )
+        result[f"resume{devices}_steps"] = summary["steps"]
+        result[f"resume{devices}_diff"] = _max_diff(full.agent, resumed.agent)
+        result[f"resume{devices}_devices"] = len(jax.tree.leaves(resumed)[0].sharding.device_set)
+    return result
+
+
+if __name__ == "__main__":
+    print("RESULT " + json.dumps(main(sys.argv[1], Path(sys.argv[2]))))
