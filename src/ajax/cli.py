@@ -87,11 +87,22 @@ def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
 def _parse(cls, args: list[str], default=None):
     """tyro-parse ``args`` into ``cls``; a failure becomes one UsageError line naming the flag,
     what it takes and, for an unknown nested field, the valid ones."""
+    captured = io.StringIO()
     try:
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
             return tyro.cli(cls, args=args, default=default, console_outputs=False)
     except SystemExit as err:
-        raise UsageError(_diagnose(cls, args)) from err
+        # A value the config refused (its ConfigError) is in tyro's report; else find the flag.
+        lines = [ln.strip(" │╭╮╰╯") for ln in captured.getvalue().splitlines()]
+        start = next((i for i, ln in enumerate(lines) if ln.startswith("Error parsing")), None)
+        detail = ""
+        if start is not None:  # the report wraps inside a box: join up to its rule line
+            body = itertools.takewhile(lambda ln: ln and set(ln) != {"-"}, lines[start:])
+            detail = " ".join(body).split(": ", 1)[-1]
+        message = _diagnose(cls, args)
+        if message.startswith("cannot parse") and detail:
+            message = f"invalid value in '{' '.join(args)}': {detail}"
+        raise UsageError(message) from err
 
 
 def _flag(dotted: str) -> str:

@@ -26,10 +26,13 @@ class ConfigError(ValueError):
         super().__init__(message)
 
 
-def field_error(owner: str, field: str, value: Any, requirement: str, fix: str = "") -> ConfigError:
-    """The ConfigError of ``owner.field = value``: what it must be and how to fix it."""
-    flag = "--" + field.replace("_", "-")
-    fix = fix or f"pass {flag} with a value that is {requirement}"
+def field_error(
+    owner: str, field: str, value: Any, requirement: str, fix: str = "", prefix: str = ""
+) -> ConfigError:
+    """The ConfigError of ``owner.field = value``: what it must be and how to fix it.
+    ``prefix`` is a nested config's flag prefix (``planner.`` for ``--planner.num-samples``)."""
+    flag = "--" + prefix + field.replace("_", "-")
+    fix = fix or f"pass {flag} with a value that is {requirement.split(': ')[0]}"
     return ConfigError(
         f"{owner}.{field} = {value!r} is invalid: it must be {requirement}; {fix}", field
     )
@@ -127,15 +130,21 @@ def validate(config: Any, rules: Mapping[str, Rule]) -> None:
         if kind is not None:
             problem = _type_error(value, kind)
             if problem:
-                raise field_error(owner, field.name, value, problem)
+                raise field_error(owner, field.name, value, problem, prefix=_prefix(config))
         if rule is not None and not rule.admits(value):
-            raise field_error(owner, field.name, value, rule.describe())
+            raise field_error(owner, field.name, value, rule.describe(), prefix=_prefix(config))
 
 
 def require(config: Any, condition: bool, field: str, requirement: str, fix: str = "") -> None:
     """A relation between fields: raise a ConfigError on ``field`` unless ``condition``."""
     if not condition:
-        raise field_error(type(config).__name__, field, getattr(config, field), requirement, fix)
+        raise field_error(
+            type(config).__name__, field, getattr(config, field), requirement, fix, _prefix(config)
+        )
+
+
+def _prefix(config: Any) -> str:
+    return getattr(type(config), "FLAG_PREFIX", "")
 
 
 class Validated:

@@ -1,7 +1,7 @@
 """Run in a subprocess by test_sharding.py: four forced CPU devices must be set before JAX starts.
 
 ``python sharded_runs.py AGENT OUT_DIR`` trains AGENT's tiny config with 4 seeds on one device
-and sharded over 4 devices, then a 4-device run directory resumed on 1 and on 2 devices, and
+and sharded over 4 devices (a run directory), resumes that directory on 1 and on 2 devices, and
 prints one JSON object of measurements (the test asserts on them).
 """
 
@@ -24,6 +24,7 @@ from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config  # noqa: E402
 from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
 from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config  # noqa: E402
+from ajax.training.io import read_jsonl  # noqa: E402
 from ajax.training.run import RunSpec, execute, prepare_run_dir  # noqa: E402
 
 AGENTS = {
@@ -58,35 +59,35 @@ def _int_leaves_equal(a, b) -> bool:
 
 
 def main(agent: str, out: Path) -> dict:
+    """One-device ``train`` as the reference; a 4-device run directory (the sharded run), then
+    copies of it without the newest checkpoint resumed on 1 and on 2 devices."""
     cls, env, steps, config = AGENTS[agent]
     one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4)
-    four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4, devices=4)
-    leaves = jax.tree.leaves(four.state)
+    spec = RunSpec(agent=agent, env=env, steps=steps, n_seeds=4, checkpoint_every=1,
+                   config=dataclasses.asdict(config))  # fmt: skip
+    prepare_run_dir(out / "full", spec, overwrite=False)
+    _, four = execute(cls(env, config), spec, out / "full", progress=False, devices=4)
+    leaves = jax.tree.leaves(four)
+    evals = [r["eval_returns"] for r in read_jsonl(out / "full" / "metrics.jsonl")]
     result = {
         "devices": len(jax.devices()),
         "sharded_leaves": sum(len(x.sharding.device_set) == 4 for x in leaves),
         "leaves": len(leaves),
         "shard_seeds": sorted({x.addressable_shards[0].data.shape[0] for x in leaves}),
-        "param_diff": _max_diff(one.state.agent, four.state.agent),
-        "eval_one": np.asarray(one.metrics["eval_return"]).tolist(),
-        "eval_four": np.asarray(four.metrics["eval_return"]).tolist(),
-        "ints_equal": _int_leaves_equal(one.state, four.state),
+        "param_diff": _max_diff(one.state.agent, four.agent),
+        "eval_one": np.asarray(one.metrics["eval_return"]).T.tolist(),  # [chunks, seeds]
+        "eval_four": evals,
+        "ints_equal": _int_leaves_equal(one.state, four),
     }
-    # A checkpoint written on 4 devices resumes on 1 and on 2 (the newest step removed, as if
-    # the run had stopped after its first chunk).
-    spec = RunSpec(agent=agent, env=env, steps=steps, n_seeds=4, checkpoint_every=1,
-                   config=dataclasses.asdict(config))  # fmt: skip
-    prepare_run_dir(out / "full", spec, overwrite=False)
-    _, full = execute(cls(env, config), spec, out / "full", progress=False, devices=4)
     for devices in (1, 2):
         cut = out / f"resume{devices}"
         shutil.copytree(out / "full", cut)
-        shutil.rmtree(cut / "checkpoints" / "2")
+        shutil.rmtree(cut / "checkpoints" / str(len(evals)))
         summary, resumed = execute(
             cls(env, config), spec, cut, progress=False, resume=True, devices=devices
         )
         result[f"resume{devices}_steps"] = summary["steps"]
-        result[f"resume{devices}_diff"] = _max_diff(full.agent, resumed.agent)
+        result[f"resume{devices}_diff"] = _max_diff(four.agent, resumed.agent)
         result[f"resume{devices}_devices"] = len(jax.tree.leaves(resumed)[0].sharding.device_set)
     return result
 

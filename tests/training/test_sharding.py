@@ -58,7 +58,10 @@ def test_seeds_sharded_over_four_devices_match_one_device(agent, tmp_path):
 @pytest.mark.parametrize(
     "flags, expected",
     [
-        (["--n-seeds", "2", "--devices", "2"], "--devices 2 asks for more devices than the 1 cpu device(s) here"),
+        (
+            ["--n-seeds", "2", "--devices", "2"],
+            "--devices 2 asks for more devices than the 1 cpu device(s) here",
+        ),
         (["--n-seeds", "3", "--devices", "2"], "--n-seeds 3 does not divide over --devices 2"),
     ],
     ids=["too-many", "not-divisible"],

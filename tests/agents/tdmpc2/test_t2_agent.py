@@ -120,7 +120,7 @@ def test_t2_agent_config_model_size_and_validation():
     assert cfg.arch.mlp_dim == 384 and cfg.arch.num_q == 2 and cfg.mlp_dim is None
     assert TDMPC2Config(model_size=1, mlp_dim=64).arch.mlp_dim == 64
     assert cfg.seed_steps_for(200) == 1000 and cfg.seed_steps_for(1000) == 5000
-    with pytest.raises(ValueError, match="model size"):
+    with pytest.raises(ValueError, match="model_size = 2 is invalid"):
         TDMPC2Config(model_size=2)
     with pytest.raises(ValueError, match="n_envs"):
         TDMPC2Config(n_envs=0)

@@ -96,7 +96,9 @@ def test_t2_presets_and_validation():
     )
     assert (p.min_std, p.max_std, p.temperature) == (0.05, 2.0, 0.5)
     assert p.num_iterations(19) == 6 and p.num_iterations(20) == 8
-    with pytest.raises(ValueError, match=r"valid sizes: \[1, 5, 19, 48, 317\]"):
+    with pytest.raises(
+        ValueError, match="model_size = 7 is invalid: it must be one of 1, 5, 19, 48, 317"
+    ):
         TDMPC2Config.preset(7)
     with pytest.raises(ValueError, match="multiple of simnorm_dim"):
         TDMPC2Config(latent_dim=100)

@@ -12,7 +12,17 @@ import dataclasses
 
 from ajax.distributional import TwoHot
 from ajax.returns import discount_from_horizon
-from ajax.validation import ConfigError, validate
+from ajax.validation import (
+    ConfigError,
+    Rule,
+    Validated,
+    at_least,
+    between,
+    nonnegative,
+    one_of,
+    positive,
+    require,
+)
 
 # Architecture of each model size (M parameters): tdmpc2/common/__init__.py MODEL_SIZE. num_q is 5
 # unless the size says otherwise.
@@ -31,7 +41,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class PlannerConfig:
+class PlannerConfig(Validated):
     """MPPI planning constants (config.yaml "planning"; paper Sec. 3.2 and Table 8).
 
     Attributes:
@@ -54,23 +64,29 @@ class PlannerConfig:
     max_std: float = 2.0
     temperature: float = 0.5
 
-    def __post_init__(self):
-        validate(self, {})  # field types (the shared validator); ranges below
-        for name in ("horizon", "iterations", "num_samples", "num_elites"):
-            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        _require(
-            0 <= self.num_pi_trajs < self.num_samples,
-            f"need 0 <= num_pi_trajs < num_samples, got {self.num_pi_trajs} and {self.num_samples}",
+    FLAG_PREFIX = "planner."  # set as --planner.<field> (a field of TDMPC2Config)
+    RULES = {
+        **{name: at_least(1) for name in ("horizon", "iterations", "num_samples", "num_elites")},
+        "num_pi_trajs": nonnegative(),
+        "min_std": positive(),
+        "max_std": positive(),
+        "temperature": positive(),
+    }
+
+    def relations(self) -> None:
+        require(
+            self,
+            self.num_pi_trajs < self.num_samples,
+            "num_pi_trajs",
+            f"< num_samples ({self.num_samples})",
         )
-        _require(
+        require(
+            self,
             self.num_elites <= self.num_samples,
-            f"num_elites ({self.num_elites}) cannot exceed num_samples ({self.num_samples})",
+            "num_elites",
+            f"<= num_samples ({self.num_samples})",
         )
-        _require(
-            0 < self.min_std <= self.max_std,
-            f"need 0 < min_std <= max_std, got {self.min_std} and {self.max_std}",
-        )
-        _require(self.temperature > 0, f"temperature must be > 0, got {self.temperature}")
+        require(self, self.min_std <= self.max_std, "min_std", f"<= max_std ({self.max_std})")
 
     @property
     def num_candidates(self) -> int:
@@ -95,7 +111,7 @@ class Architecture:
 
 
 @dataclasses.dataclass(frozen=True)
-class TDMPC2Config:
+class TDMPC2Config(Validated):
     """TD-MPC2's configuration for state observations (single task).
 
     Frozen and hashable, so a flax module can hold it as a field. Build the paper's model sizes
@@ -168,52 +184,60 @@ class TDMPC2Config:
     eval_freq: int = 2_000
     eval_episodes: int = 10
 
+    RULES = {
+        "model_size": one_of(*sorted(_MODEL_SIZES)),
+        **{name: Rule(lo=1, optional=True)
+           for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
+        "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair
+        **{name: at_least(1) for name in ("simnorm_dim", "n_envs", "action_repeat",
+                                          "buffer_size", "eval_freq", "eval_episodes")},
+        "seed_steps": Rule(lo=1, optional=True),
+        "dropout": between(0.0, 1.0, hi_open=True),
+        "discount_min": between(0.0, 1.0, lo_open=True, hi_open=True),
+        "discount_max": between(0.0, 1.0, lo_open=True, hi_open=True),
+        **{name: positive() for name in ("lr", "grad_clip_norm", "discount_denom", "batch_size")},
+        "tau": between(0.0, 1.0),
+        "rho": between(0.0, 1.0, lo_open=True),
+        **{name: nonnegative() for name in ("enc_lr_scale", "termination_coef", "consistency_coef",
+                                            "reward_coef", "value_coef", "entropy_coef")},
+    }  # fmt: skip
+
     def __post_init__(self):
-        validate(self, {})  # field types (the shared validator); ranges below
         if isinstance(self.planner, dict):  # a config read back from run.json
             object.__setattr__(self, "planner", PlannerConfig(**self.planner))
-        _require(
-            self.model_size in _MODEL_SIZES,
-            f"unknown TD-MPC2 model size {self.model_size!r}; valid sizes: {sorted(_MODEL_SIZES)}",
-        )
+        super().__post_init__()
+
+    def relations(self) -> None:
         arch = self.arch
-        for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers"):
-            _require(getattr(arch, name) >= 1, f"{name} must be >= 1, got {getattr(arch, name)}")
-        _require(self.simnorm_dim >= 1, f"simnorm_dim must be >= 1, got {self.simnorm_dim}")
-        _require(
+        require(
+            self,
             arch.latent_dim % self.simnorm_dim == 0,
-            f"latent_dim ({arch.latent_dim}) must be a multiple of simnorm_dim "
-            f"({self.simnorm_dim}): SimNorm splits the latent into groups of that size",
+            "simnorm_dim",
+            f"a divisor of latent_dim ({arch.latent_dim}): the latent must be a multiple of "
+            "simnorm_dim, as SimNorm splits it into groups of that size",
         )
-        _require(
-            arch.num_q >= 2, f"num_q must be >= 2 (Q reductions draw a pair), got {arch.num_q}"
-        )
-        for name in ("n_envs", "action_repeat", "buffer_size", "eval_freq", "eval_episodes"):
-            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
-        _require(
-            self.seed_steps is None or self.seed_steps >= 1,
-            f"seed_steps must be >= 1 or None (max(1000, 5 T)), got {self.seed_steps}",
-        )
-        _require(self.termination_coef >= 0, "termination_coef must be >= 0")
-        _require(
+        require(
+            self,
             self.vmin == -self.vmax,
-            f"two-hot range must be symmetric (vmin == -vmax), got [{self.vmin}, {self.vmax}]",
+            "vmin",
+            f"-vmax ({-self.vmax}): the two-hot range must be symmetric",
         )
-        _require(
+        require(
+            self,
             self.log_std_min < self.log_std_max,
-            f"need log_std_min < log_std_max, got {self.log_std_min} and {self.log_std_max}",
+            "log_std_min",
+            f"< log_std_max ({self.log_std_max})",
         )
-        _require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}")
-        _require(
-            0.0 < self.discount_min <= self.discount_max < 1.0,
-            f"need 0 < discount_min <= discount_max < 1, got "
-            f"{self.discount_min} and {self.discount_max}",
+        require(
+            self,
+            self.discount_min <= self.discount_max,
+            "discount_min",
+            f"<= discount_max ({self.discount_max})",
         )
-        for name in ("lr", "grad_clip_norm", "discount_denom", "batch_size"):
-            _require(getattr(self, name) > 0, f"{name} must be > 0, got {getattr(self, name)}")
-        _require(0.0 <= self.tau <= 1.0, f"tau must be in [0, 1], got {self.tau}")
-        _require(self.enc_lr_scale >= 0, f"enc_lr_scale must be >= 0, got {self.enc_lr_scale}")
-        self.two_hot()  # validates num_bins (odd, >= 3) with TwoHot's own message
+        try:
+            self.two_hot()  # num_bins odd and >= 3, in TwoHot's own words
+        except ValueError as err:
+            raise ConfigError(f"TDMPC2Config: {err}", "num_bins") from err
 
     @classmethod
     def preset(cls, size: int, **overrides) -> TDMPC2Config:
@@ -221,11 +245,7 @@ class TDMPC2Config:
 
         Keyword ``overrides`` replace any field afterwards (e.g. ``planner=PlannerConfig(...)``).
         """
-        if size not in _MODEL_SIZES:
-            raise ValueError(
-                f"unknown TD-MPC2 model size {size!r}; valid sizes: {sorted(_MODEL_SIZES)}"
-            )
-        return cls(model_size=size, **overrides)
+        return cls(model_size=size, **overrides)  # the rules name a size that does not exist
 
     @property
     def arch(self) -> Architecture:
