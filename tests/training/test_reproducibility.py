@@ -42,6 +42,8 @@ def _float_leaves(tree):
 
 
 def test_same_seeds_same_result_bitwise_and_seed_k_of_n_matches_the_seed_alone():
+    """Same seeds, same result: the run is traced and compiled twice (a run and a resumed run
+    also compile apart and end bitwise equal, test_run_resume.py); seed k of 3 vs seed k alone."""
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(3))
     collected_n, learned_n, record_n = jax.jit(jax.vmap(_chunks()))(keys)
     again = jax.jit(jax.vmap(_chunks()))(keys)  # a second trace and compile

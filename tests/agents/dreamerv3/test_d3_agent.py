@@ -242,6 +242,9 @@ def test_d3_probes_one_step_delayed_reward_and_discount(probe_run):
     assert val_m - val_b > 0.05 and 0.4 < val_b < 0.95, measured
 
 
+# ~80 s; the default run covers a vmapped continuous D3 run in test_run_resume (Pendulum, 2 seeds)
+# and the clock's counts in test_d3_ratio_clock_counts_like_embodied_ratio.
+@pytest.mark.slow
 def test_d3_jitted_run_vmaps_seeds_on_continuous_env():
     """Pendulum: 2 vmapped seeds in one jitted run; losses finite, seeds differ, updates as the
     clock says (ratio 16 over 4 x 8 windows: one per 2 steps after the first full window)."""

@@ -128,6 +128,8 @@ def test_t2_agent_config_model_size_and_validation():
         TDMPC2("CartPole-v1", CFG)
 
 
+# ~90 s; the default run trains TD-MPC2 end to end in tests/test_cli.py (train, then eval).
+@pytest.mark.slow
 def test_t2_agent_smoke_pendulum_two_envs():
     """A few hundred steps through the whole jitted loop: seed steps, pretraining, updates,
     planning and the planned evaluation; two vmapped seeds, two envs."""
