@@ -61,6 +61,7 @@ TINY = {
     DreamerV3: dict(model_size="1m", batch_size=2, batch_length=4, eval_freq=16,
                     imag_length=2, bins=15),
 }  # fmt: skip
+TINY_SAC_CONFIG = SACConfig(hidden=8, batch_size=8, learning_starts=8, buffer_size=64, eval_freq=16)
 ENVS = {SAC: "Pendulum-v1", TD3: "Pendulum-v1", PPO: "CartPole-v1", DreamerV3: "CartPole-v1"}
 
 # Values across and beyond every numeric field's range.
@@ -192,3 +193,27 @@ def test_flag_errors_name_the_flag_and_what_it_takes(argv, expected, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert expected in err and "see --help" not in err, err
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "/dev/null/x", "FILE"])
+def test_unusable_out_is_one_line(where, tmp_path, capsys):
+    """--out under /proc, under a file, or at a regular file: one line naming the path."""
+    if where == "FILE":
+        where = str(tmp_path / "file")
+        (tmp_path / "file").write_text("not a run")
+    assert main(TRAIN + ["--out", where]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and where in err[0] and "pick a writable --out" in err[0], err
+    assert "Traceback" not in captured.err
+
+
+def test_python_api_bad_arguments_name_the_problem():
+    with pytest.raises(ValueError, match="n_seeds must be a positive integer, got 0"):
+        SAC("Pendulum-v1", TINY_SAC_CONFIG).train(n_seeds=0, total_steps=16)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*31 - n_seeds\]"):
+        SAC("Pendulum-v1", TINY_SAC_CONFIG).train(seed=2**32, total_steps=16)
+    with pytest.raises(TypeError, match="env must be an env id such as 'Pendulum-v1'"):
+        SAC(env=123)
+    with pytest.raises(TypeError, match="sac needs a SACConfig, got TD3Config"):
+        SAC("Pendulum-v1", TD3Config())
