@@ -15,6 +15,7 @@ from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 from ajax.agents.ppo import PPO, PPOConfig
 from ajax.agents.sac import SAC, SACConfig
 from ajax.agents.td3 import TD3, TD3Config
+from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig
 from ajax.cli import main
 from ajax.validation import ConfigError, Rule, between, one_of, positive
 
@@ -60,9 +61,14 @@ TINY = {
     PPO: dict(hidden=8, n_envs=2, n_steps=8, num_minibatches=2, eval_freq=16),
     DreamerV3: dict(model_size="1m", batch_size=2, batch_length=4, eval_freq=16,
                     imag_length=2, bins=15),
+    TDMPC2: dict(model_size=1, enc_dim=16, mlp_dim=16, latent_dim=16, batch_size=8,
+                 seed_steps=24, eval_freq=16, eval_episodes=1,
+                 planner=PlannerConfig(num_samples=16, num_pi_trajs=2, num_elites=4,
+                                       iterations=2)),
 }  # fmt: skip
 TINY_SAC_CONFIG = SACConfig(hidden=8, batch_size=8, learning_starts=8, buffer_size=64, eval_freq=16)
-ENVS = {SAC: "Pendulum-v1", TD3: "Pendulum-v1", PPO: "CartPole-v1", DreamerV3: "CartPole-v1"}
+ENVS = {SAC: "Pendulum-v1", TD3: "Pendulum-v1", PPO: "CartPole-v1", DreamerV3: "CartPole-v1",
+        TDMPC2: "Pendulum-v1"}  # fmt: skip
 
 # Values across and beyond every numeric field's range.
 NUMBERS = st.one_of(
@@ -111,6 +117,16 @@ def test_config_is_refused_or_traces(algo_cls, data):
 @given(data=st.data())
 def test_dreamerv3_config_is_refused_or_traces(data):
     _refused_or_traces(DreamerV3, data)
+
+
+# TD-MPC2 (planner included) traces in a few seconds per example; its nested PlannerConfig has
+# its own rules (tests/agents/tdmpc2/test_t2_networks.py).
+@settings(
+    max_examples=10, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(data=st.data())
+def test_tdmpc2_config_is_refused_or_traces(data):
+    _refused_or_traces(TDMPC2, data)
 
 
 # --------------------------------------------------------------------- command-line table
