@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
-import itertools
 import sys
 import time
-import typing
 from pathlib import Path
 
 import tyro
+
+from ajax.cli_flags import UsageError, parse_flags, split_flags
 
 
 def _agents() -> dict[str, type]:
@@ -40,10 +39,6 @@ def _agents() -> dict[str, type]:
     return agents
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported as one line, exit status 2."""
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainArgs:
     """Options of ``ajax train`` other than the agent's config fields."""
@@ -58,117 +53,6 @@ class TrainArgs:
     progress: bool = True
     wandb_project: str | None = None
     devices: int = 1
-
-
-def _split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
-    """Split ``tokens`` into (own args, config args); unknown flags raise UsageError."""
-    groups: dict[str, list[str]] = {"own": [], "config": []}
-    target = None
-    for tok in tokens:
-        if tok.startswith("--"):
-            name = tok[2:].split("=", 1)[0].replace("-", "_")
-            base = name[3:] if name.startswith("no_") else name
-            base = base.split(".", 1)[0]  # a nested config's field: --planner.num-samples 256
-            if base in own:
-                target = "own"
-            elif base in config_fields:
-                target = "config"
-            else:
-                valid = ", ".join("--" + f.replace("_", "-") for f in sorted(config_fields))
-                raise UsageError(
-                    f"unknown option {tok.split('=')[0]}; valid config fields: {valid}"
-                )
-        elif target is None:
-            raise UsageError(f"unexpected argument {tok!r}")
-        groups[target].append(tok)
-    return groups["own"], groups["config"]
-
-
-def _parse(cls, args: list[str], default=None):
-    """tyro-parse ``args`` into ``cls``; a failure becomes one UsageError line naming the flag,
-    what it takes and, for an unknown nested field, the valid ones."""
-    captured = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(captured):
-            return tyro.cli(cls, args=args, default=default, console_outputs=False)
-    except SystemExit as err:
-        # A value the config refused (its ConfigError) is in tyro's report; else find the flag.
-        lines = [ln.strip(" │╭╮╰╯") for ln in captured.getvalue().splitlines()]
-        start = next((i for i, ln in enumerate(lines) if ln.startswith("Error parsing")), None)
-        detail = ""
-        if start is not None:  # the report wraps inside a box: join up to its rule line
-            body = itertools.takewhile(lambda ln: ln and set(ln) != {"-"}, lines[start:])
-            detail = " ".join(body).split(": ", 1)[-1]
-        message = _diagnose(cls, args)
-        if message.startswith("cannot parse") and detail:
-            message = f"invalid value in '{' '.join(args)}': {detail}"
-        raise UsageError(message) from err
-
-
-def _flag(dotted: str) -> str:
-    return "--" + dotted.replace("_", "-")
-
-
-def _resolve(cls, dotted: str):
-    """The (owner class, field, type) a dotted flag name sets; UsageError if there is none."""
-    owner, parts = cls, dotted.split(".")
-    for i, part in enumerate(parts):
-        hints = typing.get_type_hints(owner)
-        names = [f.name for f in dataclasses.fields(owner)]
-        if part not in names:
-            prefix = ".".join(parts[:i])
-            valid = ", ".join(_flag(f"{prefix}.{n}" if prefix else n) for n in sorted(names))
-            raise UsageError(f"unknown option {_flag(dotted)}; valid here: {valid}")
-        if i == len(parts) - 1:
-            return owner, part, hints[part]
-        owner = hints[part]
-        if not dataclasses.is_dataclass(owner):
-            raise UsageError(f"{_flag('.'.join(parts[: i + 1]))} has no fields")
-
-
-def _takes(owner, name: str, hint) -> str:
-    """What a flag takes, e.g. "an int > 0 (default 256)"."""
-    kind = getattr(hint, "__name__", str(hint)).replace("NoneType", "none")
-    rule = getattr(owner, "RULES", {}).get(name)
-    default = next((f.default for f in dataclasses.fields(owner) if f.name == name), None)
-    article = "an" if kind[:1] in "aeiou" else "a"
-    text = f"{article} {kind}" + (f" that is {rule.describe()}" if rule is not None else "")
-    return text + ("" if default is dataclasses.MISSING else f" (default {default!r})")
-
-
-def _diagnose(cls, args: list[str]) -> str:
-    """The first flag of ``args`` that cannot parse, and why."""
-    for i, tok in enumerate(args):
-        if not tok.startswith("--"):
-            continue
-        dotted, _, inline = tok[2:].partition("=")
-        dotted = dotted.replace("-", "_")
-        if dotted.split(".")[-1].startswith("no_"):
-            continue  # a boolean switch
-        owner, name, hint = _resolve(cls, dotted)
-        if hint is bool:
-            continue
-        if dataclasses.is_dataclass(hint):
-            fields = ", ".join(_flag(f"{dotted}.{f.name}") for f in dataclasses.fields(hint))
-            return f"{_flag(dotted)} is a group of fields; set them one by one: {fields}"
-        values = (
-            [inline]
-            if inline
-            else list(itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1 :]))
-        )
-        if not values:
-            return f"{_flag(dotted)} needs a value: {_takes(owner, name, hint)}"
-        arity = len(typing.get_args(hint)) if typing.get_origin(hint) is tuple else 1
-        if arity > 1 and len(values) != arity:
-            return (f"{_flag(dotted)} takes {arity} values, got {len(values)}: "
-                    f"{_takes(owner, name, hint)}")  # fmt: skip
-        with contextlib.suppress(ValueError, TypeError):
-            if hint in (int, float):
-                hint(values[0])
-                continue
-        if hint in (int, float):
-            return f"invalid value {' '.join(values)!r} for {_flag(dotted)}: it takes {_takes(owner, name, hint)}"
-    return f"cannot parse '{' '.join(args)}'; 'ajax train AGENT --help' lists every option"
 
 
 def _make_algo(agent: str, env: str, config):
@@ -199,17 +83,15 @@ def cmd_train(argv: list[str]) -> int:
         return _train_help(agent, config_cls)
     own = {f.name for f in dataclasses.fields(TrainArgs)}
     fields = {f.name for f in dataclasses.fields(config_cls)}
-    own_args, config_args = _split_flags(rest, own, fields)
-    args = _parse(TrainArgs, own_args, TrainArgs())
+    own_args, config_args = split_flags(rest, own, fields)
+    args = parse_flags(TrainArgs, own_args, TrainArgs())
     if args.steps <= 0:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     try:
-        config = _parse(config_cls, config_args, config_cls()) if config_args else config_cls()
+        config = parse_flags(config_cls, config_args, config_cls()) if config_args else config_cls()
     except ValueError as err:
         raise UsageError(str(err)) from err
     algo = _make_algo(agent, args.env, config)
-    if args.devices > 1 and not algo.is_jax:
-        raise UsageError(f"--devices applies to JAX envs; {args.env} steps on the host")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
     try:
@@ -224,7 +106,7 @@ def cmd_train(argv: list[str]) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
-    _check_devices(args.devices, args.n_seeds)
+    _check_devices(args.devices, args.n_seeds, algo.is_jax)
     try:
         prepare_run_dir(out, spec, args.overwrite)
     except FileExistsError as err:
@@ -281,11 +163,11 @@ def _config_from(agent: str, values: dict):
         raise RunDirError(f"run.json's config: {err}") from err
 
 
-def _check_devices(devices: int, n_seeds: int) -> None:
+def _check_devices(devices: int, n_seeds: int, is_jax: bool) -> None:
     from ajax.training.sharding import seed_mesh
 
     try:
-        seed_mesh(devices, n_seeds)
+        seed_mesh(devices, n_seeds, is_jax)
     except ValueError as err:
         raise UsageError(str(err)) from err
 
@@ -311,8 +193,8 @@ def cmd_resume(argv: list[str]) -> int:
         spec = load_spec(out)
     except FileNotFoundError as err:
         raise UsageError(str(err)) from err
-    _check_devices(devices, spec.n_seeds)
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config))
+    _check_devices(devices, spec.n_seeds, algo.is_jax)
     summary, _ = execute(
         algo, spec, out, resume=True, ignore_version=ignore_version, devices=devices
     )

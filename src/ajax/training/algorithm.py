@@ -59,6 +59,26 @@ def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | N
     return segment
 
 
+def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None):
+    """The jitted :func:`segment_fn` over every seed, sharded over ``mesh`` when given
+    (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
+    vmapped init from keys). Returns a host callable ``x -> (states, records)``. Records reach
+    ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
+    callback inside ``shard_map`` would see one device's block of seeds only."""
+    segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None)
+    body = segment if prepare is None else (lambda x: segment(prepare(x)))
+    jitted = jax.jit(over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
+
+    def run(x):
+        states, records = jitted(x)
+        if mesh is not None and on_record is not None:
+            for i in range(num_chunks):
+                on_record(jax.tree.map(lambda r, i=i: r[i], records))
+        return states, records
+
+    return run
+
+
 class Algorithm:
     """Base of the agents' public classes; subclasses set the class variables and
     :meth:`make_chunks`."""
@@ -131,23 +151,15 @@ class Algorithm:
         ``devices`` shards the seeds over that many devices (:mod:`ajax.training.sharding`)."""
         check_steps(total_steps)
         check_seeds(seed, n_seeds)
-        mesh = seed_mesh(devices, n_seeds)
+        mesh = seed_mesh(devices, n_seeds, self.is_jax)
         if not self.is_jax:
-            if mesh is not None:
-                raise ValueError("devices applies to JAX envs; a host env steps on the host")
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
-        keys = shard_seeds(keys, mesh)
-        # Sharded, records reach on_record after the run (a callback would see one block).
-        segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record if mesh is None else None)
-        run = over_seeds(
-            lambda k: segment(jax.vmap(chunks.init)(k)), mesh, (SEEDS, CHUNKS_THEN_SEEDS)
+        run = seeds_segment(
+            chunks.run_chunk, chunks.n_chunks, on_record, mesh, prepare=jax.vmap(chunks.init)
         )
-        states, records = jax.jit(run)(keys)
-        if mesh is not None and on_record is not None:
-            for i in range(chunks.n_chunks):
-                on_record(jax.tree.map(lambda x, i=i: x[i], records))
+        states, records = run(shard_seeds(keys, mesh))
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]
         if n_seeds == 1:
             states = jax.tree.map(lambda x: x[0], states)

@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +118,9 @@ def identity_of(directory: str | Path) -> dict | None:
     return None if manifest is None else manifest.get("identity")
 
 
-def check_steps(directory: str | Path) -> list[CheckpointStatus]:
-    """The verification state of every step on disk, newest first (``ajax check``)."""
-    manifest = read_manifest(directory)
-    out = []
+def _statuses(directory: str | Path, manifest: dict | None) -> Iterator[CheckpointStatus]:
+    """The verification state of each step on disk, newest first, hashed one at a time (a
+    restore stops hashing at the first good step)."""
     for step in reversed(steps_on_disk(directory)):
         found = digest(Path(directory) / str(step))
         if manifest is None:
@@ -134,8 +133,12 @@ def check_steps(directory: str | Path) -> list[CheckpointStatus]:
             detail = f"checksum mismatch ({found['bytes']} bytes on disk, {want['bytes']} written)"
         else:
             state, detail = "ok", "checksum verified"
-        out.append(CheckpointStatus(step, state, detail, found["bytes"]))
-    return out
+        yield CheckpointStatus(step, state, detail, found["bytes"])
+
+
+def check_steps(directory: str | Path) -> list[CheckpointStatus]:
+    """The verification state of every step on disk, newest first (``ajax check``)."""
+    return list(_statuses(directory, read_manifest(directory)))
 
 
 def move_aside(directory: str | Path, step: int, reason: str) -> Path:
@@ -199,11 +202,12 @@ def restore_newest_good(
     Without any manifest (runs from before manifests existed) the newest step is restored
     unverified and a failure is raised, not moved aside: nothing says the data is at fault.
     """
-    if read_manifest(directory) is None and latest_step(directory) is not None:
+    manifest = read_manifest(directory)
+    if manifest is None and latest_step(directory) is not None:
         warn(f"note: {Path(directory) / MANIFEST} is missing; restoring unverified checkpoints")
         step = latest_step(directory)
         return step, restore_checkpoint(directory, template, step)
-    for status in check_steps(directory):
+    for status in _statuses(directory, manifest):
         problem = None if status.state == "ok" else f"{status.state}: {status.detail}"
         if problem is None:
             try:

@@ -10,6 +10,7 @@ compiled computation and ends with the same parameters as an uninterrupted run.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.training.algorithm import Algorithm, n_chunks_for, segment_fn
+from ajax.training.algorithm import Algorithm, n_chunks_for, seeds_segment
 from ajax.training.checkpoint import identity_of, restore_newest_good, save_checkpoint
 from ajax.training.io import (
     jsonable,
@@ -28,13 +29,7 @@ from ajax.training.io import (
     write_json_atomic,
 )
 from ajax.training.logger import RunLogger
-from ajax.training.sharding import (
-    CHUNKS_THEN_SEEDS,
-    SEEDS,
-    over_seeds,
-    seed_mesh,
-    shard_seeds,
-)
+from ajax.training.sharding import over_seeds, seed_mesh, shard_seeds
 from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
@@ -191,8 +186,6 @@ def check_finite(records: dict, agent_state) -> None:
 
 
 def warn(message: str) -> None:
-    import sys
-
     print(message, file=sys.stderr)
 
 
@@ -204,13 +197,9 @@ def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None):
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
-            segment = segment_fn(chunks.run_chunk, n, logger if mesh is None else None)
-            segments[n] = jax.jit(over_seeds(segment, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
+            segments[n] = seeds_segment(chunks.run_chunk, n, logger, mesh)
         state, records = segments[n](state)
         jax.block_until_ready(state)
-        if mesh is not None:
-            for i in range(n):
-                logger(jax.tree.map(lambda x, i=i: x[i], records))
         check_finite(records, state.agent)
         done_chunks += n
         if save is not None:
@@ -254,9 +243,7 @@ def execute(
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
-    mesh = seed_mesh(devices, spec.n_seeds)
-    if mesh is not None and not algo.is_jax:
-        raise ValueError("--devices applies to JAX envs; a host env steps on the host")
+    mesh = seed_mesh(devices, spec.n_seeds, algo.is_jax)
     if algo.is_jax:
         chunks = algo.make_chunks(spec.steps)
         keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)

@@ -21,13 +21,16 @@ SEEDS = PartitionSpec("seeds")
 CHUNKS_THEN_SEEDS = PartitionSpec(None, "seeds")
 
 
-def seed_mesh(devices: int | None, n_seeds: int) -> Mesh | None:
+def seed_mesh(devices: int | None, n_seeds: int, is_jax: bool = True) -> Mesh | None:
     """A mesh of the first ``devices`` devices along axis "seeds", or None for one device.
-    Raises ValueError naming the fix for more devices than exist or seeds that do not divide."""
+    Raises ValueError naming the fix for more devices than exist, seeds that do not divide, or
+    a host env (``is_jax`` False: its simulators step on the host, not on the devices)."""
     if devices is None or devices == 1:
         return None
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices must be a positive integer, got {devices!r}")
+    if not is_jax:
+        raise ValueError("--devices applies to JAX envs; a host env steps on the host")
     if n_seeds % devices:
         raise ValueError(
             f"--n-seeds {n_seeds} does not divide over --devices {devices}; pick a multiple "
