@@ -22,11 +22,16 @@ from ajax.cli_flags import UsageError, parse_flags, split_flags
 
 
 def _agents() -> dict[str, type]:
+    from ajax.agents.crossq import CrossQ
+    from ajax.agents.dqn import DQN
     from ajax.agents.ppo import PPO
+    from ajax.agents.pqn import PQN
+    from ajax.agents.redq import REDQ
     from ajax.agents.sac import SAC
     from ajax.agents.td3 import TD3
 
-    agents = {"sac": SAC, "td3": TD3, "ppo": PPO}
+    agents = {"sac": SAC, "td3": TD3, "ppo": PPO, "dqn": DQN, "pqn": PQN, "redq": REDQ,
+              "crossq": CrossQ}  # fmt: skip
     try:
         from ajax.agents.tdmpc2 import TDMPC2
 

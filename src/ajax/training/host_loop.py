@@ -20,7 +20,7 @@ import numpy as np
 from ajax.environments import make_env
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
-from ajax.training.on_policy import Rollout
+from ajax.training.on_policy import Rollout, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
 
 
@@ -208,3 +208,27 @@ class OffPolicyAlgorithm(Algorithm):
         loop = self._loop()
         n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
         return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)
+
+
+class OnPolicyAlgorithm(Algorithm):
+    """Base of the rollout agents (PPO, PQN): subclasses give :meth:`agent` over a config with
+    ``n_steps``; the on-policy loop (JAX or host env) does the rest."""
+
+    def agent(self, total_steps: int):
+        """The agent's :class:`~ajax.training.on_policy.OnPolicyAgent` for a run of that length."""
+        raise NotImplementedError
+
+    def agent_act(self):
+        return self.agent(1).act
+
+    def make_chunks(self, total_steps: int) -> Chunks:
+        c = self.config
+        init, run_chunk, per = make_on_policy(
+            c, c.n_steps, self.env, self.eval_env, self.agent(total_steps)
+        )
+        return Chunks(init, run_chunk, per, n_chunks_for(total_steps, per))
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        c = self.config
+        per = max(1, c.eval_freq // (c.n_envs * c.n_steps)) * c.n_envs * c.n_steps
+        return HostOnPolicyRun(self, self.agent(total_steps), c.n_steps, per, seeds)

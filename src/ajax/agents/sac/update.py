@@ -51,14 +51,14 @@ def init(config: SACConfig, key, env) -> SACState:
         num_critics=config.num_critics,
     )
     log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
-    return SACState(actor_state, critic_state, log_alpha, _alpha_tx(config).init(log_alpha))
+    return SACState(actor_state, critic_state, log_alpha, alpha_tx(config).init(log_alpha))
 
 
-def _alpha_tx(config: SACConfig):
+def alpha_tx(config: SACConfig):
     return optax.adam(config.learning_rate, eps=1e-8)
 
 
-def _target_entropy(config: SACConfig, action_dim: int) -> float:
+def target_entropy_of(config: SACConfig, action_dim: int) -> float:
     return -float(action_dim) if config.target_entropy is None else config.target_entropy
 
 
@@ -103,9 +103,9 @@ def update(config: SACConfig, state: SACState, batch: Transition, key):
     actor = actor.apply_gradients(grads)
 
     alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
-        state.log_alpha, logp, _target_entropy(config, action_dim)
+        state.log_alpha, logp, target_entropy_of(config, action_dim)
     )
-    alpha_updates, alpha_opt_state = _alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
+    alpha_updates, alpha_opt_state = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
     state = state.replace(
         actor_state=actor,
         critic_state=critic.soft_update(config.tau),

@@ -1,0 +1,116 @@
+"""CrossQ's update step (Bhatt et al. 2024, Alg. 1; adityab/CrossQ@a318a26 sbx/sac/sac.py).
+
+Acting and the temperature are SAC's. The critics hold BatchRenorm running statistics in
+``critic_state.batch_stats``: the critic step runs in training mode on the concatenated batch
+[(s, a); (s', a')] and writes the new statistics back; the actor reads the critics in evaluation
+mode (running statistics), as CrossQ's actor loss does.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ajax.agents.crossq.config import CrossQConfig
+from ajax.agents.sac import losses
+from ajax.agents.sac.update import SACState, act, alpha_tx, target_entropy_of
+from ajax.networks.config import NetworkConfig, OptimizerConfig
+from ajax.networks.networks import (
+    action_value_input,
+    get_initialized_actor_critic,
+    predict_value,
+    predict_value_train,
+)
+from ajax.training.loop import zeros_like_shapes
+from ajax.training.off_policy import Transition
+from ajax.training.rollout import env_config_of, lockstep
+
+__all__ = ["act", "init", "update"]
+
+
+def init(config: CrossQConfig, key, env) -> SACState:
+    """Squashed-Gaussian actor (ReLU MLP) and BatchRenorm critics, no target copy."""
+    width = str(config.critic_hidden)
+    net = NetworkConfig(
+        actor_architecture=(str(config.hidden), "relu") * 2,
+        critic_architecture=(
+            "batchrenorm",
+            width,
+            "relu",
+            "batchrenorm",
+            width,
+            "relu",
+            "batchrenorm",
+        ),  # fmt: skip
+        kernel_init="lecun_normal",
+        actor_kernel_init="lecun_normal",
+        critic_kernel_init="lecun_normal",
+        log_std_init=0.0,
+        log_std_kernel_init="lecun_normal",
+        log_std_bounds=config.log_std_bounds,
+    )
+    opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8, beta_1=config.beta_1)
+    actor_state, critic_state = get_initialized_actor_critic(
+        key, env_config_of(env), opt, opt, net, continuous=True, action_value=True, squash=True,
+        num_critics=config.num_critics,
+    )  # fmt: skip
+    log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
+    return SACState(
+        actor_state,
+        critic_state.replace(target_params=None),
+        log_alpha,
+        alpha_tx(config).init(log_alpha),
+    )
+
+
+def update(config: CrossQConfig, state: SACState, batch: Transition, key):
+    """One critic step on the joint batch; the actor and temperature every ``policy_delay``."""
+    k_next, k_pi = jax.random.split(key)
+    actor, critic = state.actor_state, state.critic_state
+    alpha = jnp.exp(state.log_alpha)
+    pi_next = actor.apply_fn({"params": actor.params}, batch.next_obs)
+    a_next, logp_next = losses.sample_action(pi_next, k_next)
+    joint = jnp.concatenate(
+        [action_value_input(batch.obs, batch.action), action_value_input(batch.next_obs, a_next)]
+    )
+    b = batch.obs.shape[0]
+
+    def critic_fn(params):
+        q, stats = predict_value_train(critic, params, joint)
+        q_t, q_next = q[:, :b, 0], jax.lax.stop_gradient(q[:, b:, 0])
+        target = losses.soft_td_target(
+            batch.reward, config.gamma * (1.0 - batch.terminated), q_next.min(0), logp_next, alpha
+        )
+        loss, metrics = losses.critic_loss(q_t, target)
+        return loss, (metrics, stats)
+
+    (_, (c_metrics, stats)), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
+    critic = critic.apply_gradients(grads).replace(batch_stats=stats)
+
+    def policy_step(state: SACState):
+        def actor_fn(params):
+            a, logp = losses.sample_action(actor.apply_fn({"params": params}, batch.obs), k_pi)
+            q = predict_value(critic, critic.params, action_value_input(batch.obs, a))
+            loss, metrics = losses.actor_loss(q.min(0)[..., 0], logp, alpha)
+            return loss, (metrics, logp)
+
+        (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
+        alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
+            state.log_alpha, logp, target_entropy_of(config, batch.action.shape[-1])
+        )
+        updates, alpha_opt = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
+        state = state.replace(
+            actor_state=actor.apply_gradients(grads),
+            log_alpha=optax.apply_updates(state.log_alpha, updates),
+            alpha_opt_state=alpha_opt,
+        )
+        return state, {**a_metrics, **t_metrics}
+
+    state = state.replace(critic_state=critic)
+    # the critic step count is shared by every vmapped seed: a real branch, not a select
+    due = lockstep(critic.step % config.policy_delay == 0)
+    state, p_metrics = jax.lax.cond(
+        due, policy_step, lambda s: (s, zeros_like_shapes(policy_step, s)[1]), state
+    )
+    return state, {**c_metrics, **p_metrics}

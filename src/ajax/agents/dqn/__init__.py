@@ -1,0 +1,30 @@
+"""Deep Q-networks (Mnih et al. 2015) with double and dueling options: ``ajax.DQN``."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ajax.agents.dqn import update
+from ajax.agents.dqn.config import DQNConfig
+from ajax.training.host_loop import OffPolicyAlgorithm
+from ajax.training.off_policy import OffPolicyAgent
+
+
+class DQN(OffPolicyAlgorithm):
+    """DQN on discrete action spaces: replay, target network, epsilon-greedy exploration."""
+
+    name = "dqn"
+    config_cls = DQNConfig
+    continuous = False
+    discrete = True
+
+    def agent(self) -> OffPolicyAgent:
+        c = self.config
+        return OffPolicyAgent(
+            init=partial(update.init, c),
+            act=partial(update.act, c),
+            update=partial(update.update, c),
+        )
+
+
+__all__ = ["DQN", "DQNConfig"]

@@ -1,0 +1,106 @@
+"""PQN's network, acting and update: Q(lambda) over one rollout, minibatch epochs, no replay."""
+
+from __future__ import annotations
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from ajax.agents.pqn import losses
+from ajax.agents.pqn.config import PQNConfig
+from ajax.networks.networks import init_network_state
+from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_values
+from ajax.networks.train_state import LoadedTrainState
+from ajax.networks.utils import get_adam_tx
+from ajax.training.on_policy import Rollout
+from ajax.training.rollout import env_config_of
+
+
+class PQNState(flax.struct.PyTreeNode):
+    """The Q-network (no target); ``q_state.step`` counts gradient steps."""
+
+    q_state: LoadedTrainState
+    exploration_updates: int = flax.struct.field(pytree_node=False, default=1)
+
+
+def total_updates(config: PQNConfig, total_steps: int) -> int:
+    """Gradient steps over a run of ``total_steps`` env steps (lr decay, epsilon schedule)."""
+    iterations = max(1, total_steps // (config.n_envs * config.n_steps))
+    return iterations * config.num_epochs * config.num_minibatches
+
+
+def init(config: PQNConfig, key, env, total_updates: int = 1) -> PQNState:
+    """Dense -> LayerNorm -> ReLU body (Gallici et al. 2024, Sec. 4), a linear head."""
+    env_config = env_config_of(env, config.n_envs)
+    arch = (str(config.hidden), "layernorm", "relu") * config.num_layers
+    net = QNetwork(env_config.action_dim, arch)
+    lr = config.learning_rate
+    if config.anneal_lr:
+        lr = optax.linear_schedule(config.learning_rate, 0.0, total_updates)
+    tx = get_adam_tx(lr, config.max_grad_norm, eps=1e-8)
+    obs = jnp.zeros((1, env_config.obs_dim))
+    decay = max(1, int(config.exploration_fraction * total_updates))
+    return PQNState(init_network_state(obs, net, key, tx), decay)
+
+
+def epsilon(config: PQNConfig, state: PQNState) -> jax.Array:
+    return linear_epsilon(
+        config.epsilon_start, config.epsilon_end, state.exploration_updates, state.q_state.step
+    )
+
+
+def act(config: PQNConfig, state: PQNState, obs, key, deterministic: bool):
+    """Greedy when deterministic, else epsilon-greedy at the scheduled rate."""
+    q = q_values(state.q_state, state.q_state.params, obs)
+    return epsilon_greedy(q, 0.0 if deterministic else epsilon(config, state), key)
+
+
+def sample(config: PQNConfig, state: PQNState, obs, key):
+    """An epsilon-greedy action; the loop's (log_prob, value) slots hold 0 and max_a Q."""
+    q = q_values(state.q_state, state.q_state.params, obs)
+    action = epsilon_greedy(q, epsilon(config, state), key)
+    return action, jnp.zeros(q.shape[:-1]), q.max(-1)
+
+
+def update(config: PQNConfig, state: PQNState, rollout: Rollout, last_obs, key):
+    """Q(lambda) targets from the rollout's arrival states, then ``num_epochs`` x
+    ``num_minibatches`` steps on the squared error (Gallici et al. 2024, Alg. 1)."""
+    del last_obs  # final_obs is every step's arrival state, the last one included
+    q = state.q_state
+    q_next_max = q_values(q, q.params, rollout.final_obs).max(-1)
+    target = losses.q_lambda_targets(
+        rollout.reward,
+        rollout.terminated,
+        rollout.terminated | rollout.truncated,
+        q_next_max,
+        config.gamma,
+        config.q_lambda,
+    )
+    flat = jax.tree.map(
+        lambda x: x.reshape((-1,) + x.shape[2:]), (rollout.obs, rollout.action, target)
+    )
+    n = flat[0].shape[0]
+    mb_size = n // config.num_minibatches
+
+    def epoch(q, k):
+        perm = jax.random.permutation(k, n)
+        batches = jax.tree.map(
+            lambda x: x[perm].reshape((config.num_minibatches, mb_size) + x.shape[1:]), flat
+        )
+
+        def step(q, mb):
+            obs, action, g = mb
+
+            def loss_fn(params):
+                q_a = jnp.take_along_axis(q_values(q, params, obs), action[:, None], -1)[:, 0]
+                return losses.q_regression_loss(q_a, g)
+
+            grads, metrics = jax.grad(loss_fn, has_aux=True)(q.params)
+            return q.apply_gradients(grads), metrics
+
+        return jax.lax.scan(step, q, batches)
+
+    q, metrics = jax.lax.scan(epoch, q, jax.random.split(key, config.num_epochs))
+    metrics = jax.tree.map(lambda m: m.mean(), metrics)
+    return state.replace(q_state=q), {**metrics, "epsilon": epsilon(config, state)}

@@ -1,0 +1,145 @@
+"""Issue 12, first wave: DQN, PQN, REDQ and CrossQ on the probe envs, plus their bad input.
+
+Probes (see ``test_model_free_probes``): the discrete one pays 1 for action 1 and ends, so
+Q(s, 1) = 1 and Q(s, 0) = 0; the continuous one pays -(a - 0.5)^2, so Q(s, a) = r(a) and the
+greedy action is 0.5.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from tests.agents.test_model_free_probes import (
+    OBS,
+    OFF_POLICY,
+    _check_continuous_values,
+    continuous_probe,
+    discrete_probe,
+)
+
+from ajax.agents.crossq import CrossQ, CrossQConfig
+from ajax.agents.dqn import DQN, DQNConfig
+from ajax.agents.dqn import losses as dqn_losses
+from ajax.agents.pqn import PQN, PQNConfig
+from ajax.agents.pqn import losses as pqn_losses
+from ajax.agents.redq import REDQ, REDQConfig
+from ajax.agents.redq import losses as redq_losses
+from ajax.networks.networks import action_value
+from ajax.networks.q_network import q_values
+from ajax.validation import ConfigError
+
+
+def _check_discrete_q(q_state):
+    q = np.asarray(q_values(q_state, q_state.params, OBS))[0]
+    np.testing.assert_allclose(q, [0.0, 1.0], atol=0.05)
+
+
+def test_dqn_probe_learns_both_action_values():
+    config = DQNConfig(hidden=32, learning_rate=3e-3, batch_size=64, buffer_size=2_000,
+                       learning_starts=200, train_freq=1, target_update_interval=50,
+                       exploration_steps=500, eval_freq=500, eval_episodes=1)  # fmt: skip
+    result = DQN(env=discrete_probe(), config=config).train(seed=0, total_steps=1_500)
+    _check_discrete_q(result.state.agent.q_state)
+    assert float(result.metrics["eval_return"][-1]) == 1.0
+
+
+def test_dueling_dqn_probe_learns_both_action_values():
+    config = DQNConfig(hidden=32, learning_rate=3e-3, batch_size=64, buffer_size=2_000,
+                       learning_starts=200, train_freq=1, target_update_interval=50,
+                       exploration_steps=500, eval_freq=500, eval_episodes=1, dueling=True,
+                       double=False)  # fmt: skip
+    result = DQN(env=discrete_probe(), config=config).train(seed=0, total_steps=1_000)
+    _check_discrete_q(result.state.agent.q_state)
+
+
+def test_pqn_probe_learns_both_action_values():
+    config = PQNConfig(n_envs=8, n_steps=8, num_minibatches=2, hidden=32, learning_rate=3e-3,
+                       anneal_lr=False, eval_freq=640, eval_episodes=1)  # fmt: skip
+    result = PQN(env=discrete_probe(), config=config).train(seed=0, total_steps=6_400)
+    _check_discrete_q(result.state.agent.q_state)
+    assert float(result.metrics["eval_return"][-1]) == 1.0
+
+
+def test_redq_probe_learns_q_and_greedy_action():
+    config = REDQConfig(**OFF_POLICY, num_critics=4, gradient_steps=4, policy_update_delay=4)
+    algo = REDQ(env=continuous_probe(), config=config)
+    result = algo.train(seed=0, total_steps=1_000)
+    _check_continuous_values(result.state.agent, algo.agent_act())
+
+
+def test_crossq_probe_learns_q_and_greedy_action_with_running_statistics():
+    config = CrossQConfig(**OFF_POLICY, critic_hidden=64, policy_delay=1)
+    algo = CrossQ(env=continuous_probe(), config=config)
+    result = algo.train(seed=0, total_steps=1_500)
+    state = result.state.agent
+    assert state.critic_state.target_params is None
+    stats = jax.tree.leaves(state.critic_state.batch_stats)
+    assert stats and any(float(jnp.abs(s).max()) > 0 for s in stats)  # the statistics trained
+    # In evaluation mode (running statistics) Q matches r on the actions the replay covers; at
+    # a = 1, which the policy stops sampling early, it was 0.13 off (measured), so it is not read.
+    actions = jnp.array([[-0.5], [0.0], [0.5]])
+    q = action_value(state, jnp.repeat(OBS, 3, axis=0), actions)
+    np.testing.assert_allclose(np.asarray(q), -((np.asarray(actions[:, 0]) - 0.5) ** 2), atol=0.05)
+    greedy = algo.agent_act()(state, OBS, jax.random.PRNGKey(0), True)
+    np.testing.assert_allclose(np.asarray(greedy), [[0.5]], atol=0.1)
+
+
+# --------------------------------------------------------------------------- rules, hand-worked
+
+
+def test_double_q_target_reads_target_net_at_online_argmax():
+    q_target = jnp.array([[1.0, 5.0, 2.0]])
+    q_online = jnp.array([[0.0, -1.0, 3.0]])  # online argmax is action 2
+    y = dqn_losses.double_q_learning_target(jnp.array([1.0]), jnp.array([0.5]), q_target, q_online)
+    np.testing.assert_allclose(np.asarray(y), [1.0 + 0.5 * 2.0])
+    y = dqn_losses.q_learning_target(jnp.array([1.0]), jnp.array([0.5]), q_target)
+    np.testing.assert_allclose(np.asarray(y), [1.0 + 0.5 * 5.0])
+
+
+def test_q_lambda_targets_hand_worked():
+    """T = 3, one env, gamma 0.5, lambda 0.5, an episode end (truncation) after step 1:
+    G_2 = 1 + 0.5 * 4 = 3; G_1 = 0 + 0.5 * 2 = 1 (trace cut); G_0 = 1 + 0.5 (0.5 * 2 + 0.5 * 1)."""
+    r = jnp.array([[1.0], [0.0], [1.0]])
+    term = jnp.zeros((3, 1), bool)
+    done = jnp.array([[False], [True], [False]])
+    q_max = jnp.array([[2.0], [2.0], [4.0]])
+    g = pqn_losses.q_lambda_targets(r, term, done, q_max, 0.5, 0.5)
+    np.testing.assert_allclose(np.asarray(g)[:, 0], [1.75, 1.0, 3.0])
+
+
+def test_redq_target_takes_min_over_the_subset_only():
+    q_next = jnp.array([[0.0], [5.0], [3.0], [4.0]])  # (N=4, B=1); member 0 is not in the subset
+    y = redq_losses.subset_min_target(jnp.array([1.0]), jnp.array([1.0]), q_next,
+                                      jnp.array([0.0]), 0.1, jnp.array([1, 3]))  # fmt: skip
+    np.testing.assert_allclose(np.asarray(y), [5.0])
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: REDQConfig(num_critics=4, num_min=5), "num_min"),
+        (lambda: CrossQConfig(tau=0.005), "tau"),
+        (lambda: DQNConfig(epsilon_start=0.1, epsilon_end=0.5), "epsilon_end"),
+        (lambda: PQNConfig(n_envs=4, n_steps=10, num_minibatches=3), "num_minibatches"),
+    ],
+)
+def test_conflicting_options_name_the_field(make, field):
+    with pytest.raises(ConfigError, match=field):
+        make()
+
+
+@pytest.mark.parametrize("algo_cls", [DQN, PQN])
+def test_discrete_agents_refuse_continuous_envs(algo_cls):
+    with pytest.raises(ValueError, match="needs a discrete action space.*Pendulum-v1"):
+        algo_cls(env="Pendulum-v1")
+
+
+@pytest.mark.parametrize("algo_cls", [REDQ, CrossQ])
+def test_continuous_agents_refuse_discrete_envs(algo_cls):
+    with pytest.raises(ValueError, match="needs a continuous action space.*dqn, pqn"):
+        algo_cls(env="CartPole-v1")
