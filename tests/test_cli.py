@@ -49,6 +49,25 @@ def test_train_then_eval_for_agents_with_policy_state(agent, tmp_path, capsys):
     assert summary["status"] == "finished" and summary["seeds"] == [0, 1]
 
 
+@pytest.mark.slow  # ~25 CPU s each (two compiled runs); the default run covers SAC's CLI path
+@pytest.mark.parametrize(
+    "agent, flags",
+    [
+        ("dqn", ["--learning-starts", "32", "--batch-size", "32", "--eval-freq", "100"]),
+        ("pqn", ["--n-envs", "4", "--n-steps", "25", "--num-minibatches", "4", "--eval-freq", "100"]),
+    ],
+)  # fmt: skip
+def test_train_then_eval_discrete_agents(agent, flags, tmp_path, capsys):
+    out = tmp_path / agent
+    argv = ["train", agent, "--env", "CartPole-v1", "--steps", "200", "--n-seeds", "2",
+            "--hidden", "16", "--eval-episodes", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv + flags) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    assert "per seed" in capsys.readouterr().out
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
+
+
 def _error(capsys, argv) -> str:
     """Run ``ajax argv``; assert exit status 2 and one ``ajax: error:`` line; return it."""
     assert main(argv) == 2
@@ -103,7 +122,14 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["train", "dqn", "--env", "Pendulum-v1"], "unknown agent 'dqn'"),
+        (["train", "dqm", "--env", "Pendulum-v1"], "unknown agent 'dqm'"),
+        (["train", "dqn", "--env", "Pendulum-v1"], "needs a discrete action space"),
+        (["train", "pqn", "--env", "Pendulum-v1"], "needs a discrete action space"),
+        (["train", "redq", "--env", "CartPole-v1"], "needs a continuous action space"),
+        (["train", "crossq", "--env", "CartPole-v1"], "needs a continuous action space"),
+        (["train", "redq", "--num-min", "11"], "num_min = 11 is invalid: it must be <= num_crit"),
+        (["train", "crossq", "--tau", "0.005"], "CrossQ has no target network"),
+        (["train", "pqn", "--env", "CartPole-v1", "--buffer-size", "10"], "pqn has no replay"),
         (["train", "sac", "--env", "Pendulum-v2"], "did you mean 'Pendulum-v1'"),
         (["train", "sac", "--env", "CartPole-v1"], "needs a continuous action space"),
         (["train", "td3", "--env", "CartPole-v1"], "needs a continuous action space"),
@@ -115,7 +141,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["eval"], "usage: ajax eval DIR"),
     ],
     ids=[
-        "agent", "env", "sac-discrete", "td3-discrete", "zero-steps", "negative-steps",
+        "agent", "dqn-continuous", "pqn-continuous", "redq-discrete", "crossq-discrete",
+        "redq-subset", "crossq-tau", "pqn-replay", "env", "sac-discrete", "td3-discrete", "zero-steps", "negative-steps",
         "config-field", "config-value", "command", "eval-usage",
     ],
 )  # fmt: skip
@@ -137,7 +164,7 @@ def test_resume_and_eval_need_a_run_dir(tmp_path, capsys):
 def test_agents_and_envs_listings(capsys):
     assert main(["agents"]) == 0
     agents = capsys.readouterr().out
-    for name in ("sac", "td3", "ppo"):
+    for name in ("sac", "td3", "ppo", "dqn", "pqn", "redq", "crossq"):
         assert name in agents
     assert main(["envs"]) == 0
     envs = capsys.readouterr().out

@@ -88,7 +88,9 @@ def cmd_train(argv: list[str]) -> int:
         return _train_help(agent, config_cls)
     own = {f.name for f in dataclasses.fields(TrainArgs)}
     fields = {f.name for f in dataclasses.fields(config_cls)}
-    own_args, config_args = split_flags(rest, own, fields)
+    own_args, config_args = split_flags(
+        rest, own, fields, getattr(config_cls, "REFUSED_FLAGS", None)
+    )
     args = parse_flags(TrainArgs, own_args, TrainArgs())
     if args.steps <= 0:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")

@@ -16,8 +16,13 @@ class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2."""
 
 
-def split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
-    """Split ``tokens`` into (own args, config args); unknown flags raise UsageError."""
+def split_flags(
+    tokens: list[str], own: set[str], config_fields: set[str], refused: dict[str, str] | None = None
+):
+    """Split ``tokens`` into (own args, config args); unknown flags raise UsageError.
+
+    ``refused`` maps fields the agent deliberately lacks (PQN's replay) to why and what to do.
+    """
     groups: dict[str, list[str]] = {"own": [], "config": []}
     target = None
     for tok in tokens:
@@ -29,6 +34,8 @@ def split_flags(tokens: list[str], own: set[str], config_fields: set[str]):
                 target = "own"
             elif base in config_fields:
                 target = "config"
+            elif refused and base in refused:
+                raise UsageError(f"{tok.split('=')[0]} {refused[base]}")
             else:
                 valid = ", ".join("--" + f.replace("_", "-") for f in sorted(config_fields))
                 raise UsageError(

@@ -45,6 +45,7 @@ def test_dqn_probe_learns_both_action_values():
     assert float(result.metrics["eval_return"][-1]) == 1.0
 
 
+@pytest.mark.slow  # ~5 CPU s; the dueling head's algebra is pinned below in the default run
 def test_dueling_dqn_probe_learns_both_action_values():
     config = DQNConfig(hidden=32, learning_rate=3e-3, batch_size=64, buffer_size=2_000,
                        learning_starts=200, train_freq=1, target_update_interval=50,
@@ -107,6 +108,20 @@ def test_q_lambda_targets_hand_worked():
     q_max = jnp.array([[2.0], [2.0], [4.0]])
     g = pqn_losses.q_lambda_targets(r, term, done, q_max, 0.5, 0.5)
     np.testing.assert_allclose(np.asarray(g)[:, 0], [1.75, 1.0, 3.0])
+
+
+def test_dueling_head_is_value_plus_centred_advantage():
+    from ajax.networks.q_network import QNetwork
+
+    net = QNetwork(3, ("8", "relu"), dueling=True)
+    params = net.init(jax.random.PRNGKey(0), OBS)
+    q = net.apply(params, OBS)
+    h = jax.nn.relu(OBS @ params["params"]["Torso_0"]["Dense_0"]["kernel"])
+    v = h @ params["params"]["Dense_1"]["kernel"] + params["params"]["Dense_1"]["bias"]
+    a = h @ params["params"]["Dense_0"]["kernel"] + params["params"]["Dense_0"]["bias"]
+    np.testing.assert_allclose(
+        np.asarray(q), np.asarray(v + a - a.mean(-1, keepdims=True)), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_redq_target_takes_min_over_the_subset_only():

@@ -35,7 +35,7 @@ class LoopConfig(Validated):
 
 @dataclass(frozen=True)
 class OffPolicyConfig(LoopConfig):
-    """Replay settings of the off-policy agents (SAC, TD3).
+    """Replay settings of the off-policy agents (SAC, TD3, DQN, REDQ, CrossQ).
 
     Attributes:
         buffer_size: replay capacity in transitions (all envs together).

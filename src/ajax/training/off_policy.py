@@ -1,6 +1,6 @@
 """The off-policy loop: collect -> store -> update, the whole run under ``jax.jit`` + ``lax.scan``.
 
-SAC and TD3 plug into the shared loop (:mod:`ajax.training.loop`) with a stateless policy,
+SAC, TD3, DQN, REDQ and CrossQ plug into the shared loop (:mod:`ajax.training.loop`) with a stateless policy,
 an update clock of ``gradient_steps`` every ``train_freq`` steps after ``learning_starts``, and a
 writer of transitions. Replay is a flashbax item buffer of SARS' transitions whose ``next_obs`` is the true last
 observation on done (the env's auto-reset keeps it).

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ajax.training.config import LoopConfig
 from ajax.validation import at_least, between, positive, require
+
+_NO_REPLAY = (
+    "does not apply: pqn has no replay buffer (it learns from the rollouts of its n_envs vmapped "
+    "envs); drop the flag, or use dqn for a replay-based Q-learner"
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,12 @@ class PQNConfig(LoopConfig):
     exploration_fraction: float = 0.2
     max_grad_norm: float = 10.0
     eval_freq: int = 16_384
+
+    REFUSED_FLAGS: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("buffer_size", "batch_size", "learning_starts", "train_freq", "gradient_steps",
+         "target_update_interval"),
+        _NO_REPLAY,
+    )  # fmt: skip
 
     RULES = {
         "n_steps": positive(),
