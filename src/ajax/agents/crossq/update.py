@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from ajax.agents.crossq.config import CrossQConfig
 from ajax.agents.sac import losses
-from ajax.agents.sac.update import SACState, act, alpha_tx, target_entropy_of
+from ajax.agents.sac.update import SACState, act, alpha_tx, min_q, policy_step
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import (
     action_value_input,
     get_initialized_actor_critic,
-    predict_value,
     predict_value_train,
 )
 from ajax.training.loop import zeros_like_shapes
@@ -88,29 +86,12 @@ def update(config: CrossQConfig, state: SACState, batch: Transition, key):
     (_, (c_metrics, stats)), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
     critic = critic.apply_gradients(grads).replace(batch_stats=stats)
 
-    def policy_step(state: SACState):
-        def actor_fn(params):
-            a, logp = losses.sample_action(actor.apply_fn({"params": params}, batch.obs), k_pi)
-            q = predict_value(critic, critic.params, action_value_input(batch.obs, a))
-            loss, metrics = losses.actor_loss(q.min(0)[..., 0], logp, alpha)
-            return loss, (metrics, logp)
-
-        (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
-        alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
-            state.log_alpha, logp, target_entropy_of(config, batch.action.shape[-1])
-        )
-        updates, alpha_opt = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
-        state = state.replace(
-            actor_state=actor.apply_gradients(grads),
-            log_alpha=optax.apply_updates(state.log_alpha, updates),
-            alpha_opt_state=alpha_opt,
-        )
-        return state, {**a_metrics, **t_metrics}
+    def step(state: SACState):
+        return policy_step(config, state, critic, batch.obs, batch.action.shape[-1], k_pi,
+                           min_q)  # fmt: skip
 
     state = state.replace(critic_state=critic)
     # the critic step count is shared by every vmapped seed: a real branch, not a select
     due = lockstep(critic.step % config.policy_delay == 0)
-    state, p_metrics = jax.lax.cond(
-        due, policy_step, lambda s: (s, zeros_like_shapes(policy_step, s)[1]), state
-    )
+    state, p_metrics = jax.lax.cond(due, step, lambda s: (s, zeros_like_shapes(step, s)[1]), state)
     return state, {**c_metrics, **p_metrics}

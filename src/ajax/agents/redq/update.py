@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from ajax.agents.redq import losses
 from ajax.agents.redq.config import REDQConfig
 from ajax.agents.sac import losses as sac_losses
-from ajax.agents.sac.update import SACState, act, alpha_tx, init, target_entropy_of
+from ajax.agents.sac.update import SACState, act, init, policy_step
 from ajax.networks.networks import action_value_input, predict_value
 from ajax.training.loop import zeros_like_shapes
 from ajax.training.off_policy import Transition
@@ -40,31 +39,13 @@ def update(config: REDQConfig, state: SACState, batch: Transition, key):
         subset,
     )  # fmt: skip
 
-    def policy_step(state: SACState):
-        def actor_fn(params):
-            pi = actor.apply_fn({"params": params}, batch.obs)
-            a, logp = sac_losses.sample_action(pi, k_pi)
-            q = predict_value(critic, critic.params, action_value_input(batch.obs, a))
-            loss, metrics = sac_losses.actor_loss(q.mean(0)[..., 0], logp, alpha)
-            return loss, (metrics, logp)
-
-        (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
-        alpha_grad, t_metrics = jax.grad(sac_losses.temperature_loss, has_aux=True)(
-            state.log_alpha, logp, target_entropy_of(config, batch.action.shape[-1])
-        )
-        updates, alpha_opt = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
-        state = state.replace(
-            actor_state=actor.apply_gradients(grads),
-            log_alpha=optax.apply_updates(state.log_alpha, updates),
-            alpha_opt_state=alpha_opt,
-        )
-        return state, {**a_metrics, **t_metrics}
+    def step(state: SACState):
+        return policy_step(config, state, critic, batch.obs, batch.action.shape[-1], k_pi,
+                           lambda q: q.mean(0)[..., 0])  # fmt: skip
 
     # the critic step count is the same in every vmapped seed: a real branch, not a select
     due = lockstep((critic.step + 1) % config.policy_update_delay == 0)
-    state, p_metrics = jax.lax.cond(
-        due, policy_step, lambda s: (s, zeros_like_shapes(policy_step, s)[1]), state
-    )
+    state, p_metrics = jax.lax.cond(due, step, lambda s: (s, zeros_like_shapes(step, s)[1]), state)
 
     def critic_fn(params):
         q = predict_value(critic, params, action_value_input(batch.obs, batch.action))

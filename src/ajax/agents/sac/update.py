@@ -62,6 +62,40 @@ def target_entropy_of(config: SACConfig, action_dim: int) -> float:
     return -float(action_dim) if config.target_entropy is None else config.target_entropy
 
 
+def min_q(q):
+    """The ensemble's minimum, (N, B, 1) -> (B,): SAC's and CrossQ's actor objective."""
+    return q.min(0)[..., 0]
+
+
+def policy_step(config, state: SACState, critic: LoadedTrainState, obs, action_dim: int, key,
+                reduce_q):  # fmt: skip
+    """One actor step on E[alpha log pi - reduce_q(Q(s, a))] (Eq. 7), then one temperature step
+    (Eq. 18) on the same samples' log-probs; ``critic`` is the one the actor reads.
+
+    Shared by SAC (min, updated critics), REDQ (mean, critics before their update) and CrossQ
+    (min, evaluation-mode BatchRenorm critics).
+    """
+    actor, alpha = state.actor_state, jnp.exp(state.log_alpha)
+
+    def actor_fn(params):
+        a, logp = losses.sample_action(actor.apply_fn({"params": params}, obs), key)
+        q = predict_value(critic, critic.params, action_value_input(obs, a))
+        loss, metrics = losses.actor_loss(reduce_q(q), logp, alpha)
+        return loss, (metrics, logp)
+
+    (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
+    alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
+        state.log_alpha, logp, target_entropy_of(config, action_dim)
+    )
+    updates, alpha_opt_state = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
+    state = state.replace(
+        actor_state=actor.apply_gradients(grads),
+        log_alpha=optax.apply_updates(state.log_alpha, updates),
+        alpha_opt_state=alpha_opt_state,
+    )
+    return state, {**a_metrics, **t_metrics}
+
+
 def act(state: SACState, obs, key, deterministic: bool):
     """A squashed-Gaussian action in [-1, 1]: tanh of the mean when deterministic."""
     pi = state.actor_state.apply_fn({"params": state.actor_state.params}, obs)
@@ -93,23 +127,6 @@ def update(config: SACConfig, state: SACState, batch: Transition, key):
     (_, c_metrics), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
     critic = critic.apply_gradients(grads)
 
-    def actor_fn(params):
-        a, logp = losses.sample_action(actor.apply_fn({"params": params}, batch.obs), k_pi)
-        q = predict_value(critic, critic.params, action_value_input(batch.obs, a))
-        loss, metrics = losses.actor_loss(q.min(0)[..., 0], logp, alpha)
-        return loss, (metrics, logp)
-
-    (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
-    actor = actor.apply_gradients(grads)
-
-    alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
-        state.log_alpha, logp, target_entropy_of(config, action_dim)
-    )
-    alpha_updates, alpha_opt_state = alpha_tx(config).update(alpha_grad, state.alpha_opt_state)
-    state = state.replace(
-        actor_state=actor,
-        critic_state=critic.soft_update(config.tau),
-        log_alpha=optax.apply_updates(state.log_alpha, alpha_updates),
-        alpha_opt_state=alpha_opt_state,
-    )
-    return state, {**c_metrics, **a_metrics, **t_metrics}
+    state, p_metrics = policy_step(config, state, critic, batch.obs, action_dim, k_pi, min_q)
+    state = state.replace(critic_state=critic.soft_update(config.tau))
+    return state, {**c_metrics, **p_metrics}
