@@ -20,8 +20,14 @@ TINY_SAC = [
 ]  # fmt: skip
 
 
-# Tiny runs of the agents whose policy carries state (planner warm start, RSSM latent).
+# Tiny runs of the agents whose policy carries state (planner warm start, RSSM latent, the
+# recurrent PPO's cells).
 TINY = {
+    "ppo": [
+        "--env", "MemoryChain-bsuite", "--memory", "gru", "--memory-hidden", "8", "--hidden", "8",
+        "--n-envs", "2", "--n-steps", "25", "--num-minibatches", "2", "--eval-freq", "50",
+        "--eval-episodes", "1",
+    ],
     "tdmpc2": [
         "--env", "Pendulum-v1", "--model-size", "1", "--enc-dim", "16", "--mlp-dim", "16",
         "--latent-dim", "16", "--batch-size", "8", "--planner.num-samples", "16",
@@ -35,9 +41,13 @@ TINY = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("agent", sorted(TINY))
+# dreamerv3: ~125 s (compiles dominate); its policy plugs in as TD-MPC2's and recurrent PPO's do.
+@pytest.mark.parametrize(
+    "agent", ["ppo", "tdmpc2", pytest.param("dreamerv3", marks=pytest.mark.slow)]
+)
 def test_train_then_eval_for_agents_with_policy_state(agent, tmp_path, capsys):
-    """``ajax eval`` on a TD-MPC2 or DreamerV3 run (it used to crash on TD-MPC2's state)."""
+    """``ajax eval`` on a run whose policy carries state: TD-MPC2 (it used to crash on its
+    state), DreamerV3, recurrent PPO."""
     out = tmp_path / agent
     argv = ["train", agent, "--steps", "100", "--n-seeds", "2", "--no-progress", "--out", str(out)]
     assert main(argv + TINY[agent]) == 0
@@ -130,6 +140,9 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "redq", "--num-min", "11"], "num_min = 11 is invalid: it must be <= num_crit"),
         (["train", "crossq", "--tau", "0.005"], "CrossQ has no target network"),
         (["train", "pqn", "--env", "CartPole-v1", "--buffer-size", "10"], "pqn has no replay"),
+        (["train", "sac", "--actor-architecture", "pid"], "set it from Python"),
+        (["train", "ppo", "--memory", "rnn"], "memory"),
+        (["train", "ppo", "--memory", "gru", "--env", "gymnasium:CartPole-v1"], "JAX envs only"),
         (["train", "sac", "--env", "Pendulum-v2"], "did you mean 'Pendulum-v1'"),
         (["train", "sac", "--env", "CartPole-v1"], "needs a continuous action space"),
         (["train", "td3", "--env", "CartPole-v1"], "needs a continuous action space"),
@@ -142,7 +155,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
     ],
     ids=[
         "agent", "dqn-continuous", "pqn-continuous", "redq-discrete", "crossq-discrete",
-        "redq-subset", "crossq-tau", "pqn-replay", "env", "sac-discrete", "td3-discrete", "zero-steps", "negative-steps",
+        "redq-subset", "crossq-tau", "pqn-replay", "pid-python-only", "ppo-memory-kind",
+        "ppo-memory-host", "env", "sac-discrete", "td3-discrete", "zero-steps", "negative-steps",
         "config-field", "config-value", "command", "eval-usage",
     ],
 )  # fmt: skip

@@ -87,10 +87,10 @@ def cmd_train(argv: list[str]) -> int:
     if "-h" in rest or "--help" in rest:
         return _train_help(agent, config_cls)
     own = {f.name for f in dataclasses.fields(TrainArgs)}
-    fields = {f.name for f in dataclasses.fields(config_cls)}
-    own_args, config_args = split_flags(
-        rest, own, fields, getattr(config_cls, "REFUSED_FLAGS", None)
-    )
+    python_only = getattr(config_cls, "PYTHON_ONLY", {})
+    fields = {f.name for f in dataclasses.fields(config_cls)} - set(python_only)
+    refused = {**getattr(config_cls, "REFUSED_FLAGS", {}), **python_only}
+    own_args, config_args = split_flags(rest, own, fields, refused)
     args = parse_flags(TrainArgs, own_args, TrainArgs())
     if args.steps <= 0:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")

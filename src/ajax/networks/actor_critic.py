@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from ajax.networks.distributions import squash
 from ajax.networks.memory import MemoryCell, MemoryConfig
+from ajax.networks.orthogonal import orthogonal
 from ajax.networks.utils import (
     TORCH_LINEAR,
     TorchLinear,
@@ -223,7 +224,7 @@ class Actor(nn.Module):
             init = nn.initializers.constant(self.log_std_init)
             return jnp.broadcast_to(self.param("log_std", init, (self.action_dim,)), shape)
         b_init = None if self.log_std_init is None else nn.initializers.constant(self.log_std_init)
-        default = nn.initializers.orthogonal(0.01)
+        default = orthogonal(0.01)
         return dense(self.action_dim, self.log_std_kernel_init, b_init, default, "log_std")(h)
 
     @nn.compact
@@ -234,7 +235,7 @@ class Actor(nn.Module):
         h, carry = torso(obs), None
         if self.memory is not None:
             carry, h = MemoryCell(self.memory, name="cell")(hidden_state, h, done)
-        default = nn.initializers.orthogonal(0.01)
+        default = orthogonal(0.01)
         mean = dense(self.action_dim, self.out_kernel_init, None, default, name="mean")(h)
         if not self.continuous:
             pi = distrax.Categorical(logits=mean)
@@ -300,9 +301,7 @@ class Critic(nn.Module):
         self.torso = Torso(self.architecture, self.kernel_init, self.bias_init, self.cnn,
                            self.image_shape, self.dropout)  # fmt: skip
         self.cell = None if self.memory is None else MemoryCell(self.memory)
-        self.head = dense(
-            self.n_quantiles, self.out_kernel_init, None, nn.initializers.orthogonal()
-        )
+        self.head = dense(self.n_quantiles, self.out_kernel_init, None, orthogonal())
 
     def _split(self, x: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         if self.query_dim == 0:

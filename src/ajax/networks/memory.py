@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ajax.networks.orthogonal import orthogonal
+
 Carry = tuple[Any, ...]
 KINDS = ("gru", "lstm", "transformer", "mamba")
 _N_GATES = {"gru": 3, "lstm": 4}
@@ -139,7 +141,7 @@ class _GateBlockOrthogonal:
         if len(shape) != 2:
             raise ValueError(f"gate_block_orthogonal makes (fan_in, H) kernels, not {shape}")
         fan_in, h = shape
-        joint = nn.initializers.orthogonal(1.0)(key, (fan_in, self.n_gates * h), dtype)
+        joint = orthogonal(1.0)(key, (fan_in, self.n_gates * h), dtype)
         return joint[:, :h]
 
 
@@ -284,7 +286,10 @@ class _ResetRNNStep(nn.Module):
         x, reset = inputs
         carry = tree_where_reset(reset, jax.tree.map(jnp.zeros_like, carry), carry)
         init = _kernel_init(self.config)
-        kwargs = {} if init is None else {"kernel_init": init, "recurrent_kernel_init": init}
+        # flax's default recurrent init is jax's orthogonal, whose batched QR can deadlock
+        kwargs = {"recurrent_kernel_init": orthogonal()}
+        if init is not None:
+            kwargs = {"kernel_init": init, "recurrent_kernel_init": init}
         cell = nn.GRUCell if self.config.kind == "gru" else nn.LSTMCell
         return cell(self.config.hidden_size, name="cell", **kwargs)(carry, x)
 

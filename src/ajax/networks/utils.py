@@ -21,6 +21,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ajax.networks.orthogonal import orthogonal
+
 Initializer = Callable[..., jax.Array]
 ActivationFunction = Callable[[jax.Array], jax.Array]
 
@@ -118,7 +120,7 @@ _REGISTRY: dict[str, Callable[..., Initializer]] = {
     "trunc_normal_fan_in": trunc_normal_fan_in,
     # N(0, std^2): TD-MPC2's torch trunc_normal_(std=0.02) truncates at +-2 absolute, 100 sigma.
     "normal": lambda stddev=0.01: nn.initializers.normal(stddev),
-    "orthogonal": lambda scale=1.0: nn.initializers.orthogonal(scale),
+    "orthogonal": lambda scale=1.0: orthogonal(scale),
     "zeros": lambda: nn.initializers.zeros,
     "ones": lambda: nn.initializers.ones,
     "constant": lambda value=0.0: nn.initializers.constant(value),
@@ -312,7 +314,7 @@ def parse_layer(
     if isinstance(layer, int):
         if layer <= 0:
             raise ValueError(f"a layer width must be positive, got {layer}")
-        return dense(layer, kernel_init, bias_init, nn.initializers.orthogonal(1.0))
+        return dense(layer, kernel_init, bias_init, orthogonal(1.0))
     if layer == "layernorm":
         return nn.LayerNorm()
     if layer == "batchrenorm":

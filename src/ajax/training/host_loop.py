@@ -19,8 +19,9 @@ import numpy as np
 
 from ajax.environments import make_env
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.loop import Tick
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
-from ajax.training.on_policy import Rollout, make_on_policy
+from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
 
 
@@ -163,6 +164,12 @@ class HostOnPolicyRun(HostRun):
         )
         self._sample = jax.jit(jax.vmap(agent.sample))
         self._update = jax.jit(jax.vmap(agent.update))
+        self.is_first = jnp.ones(self.obs.shape[:2], bool)
+
+    def _tick(self) -> Tick:
+        """The tick the seeds act on (host envs report no explicit end flags)."""
+        no = jnp.zeros(self.obs.shape[:2], bool)
+        return Tick(self.obs, jnp.zeros(self.obs.shape[:2]), jnp.asarray(self.is_first), no, no)
 
     def run_chunk(self) -> dict:
         s, metrics = self.state, {}
@@ -170,18 +177,20 @@ class HostOnPolicyRun(HostRun):
             data = []
             for _ in range(self.n_steps):
                 keys = jax.vmap(jax.random.split)(s.key)
-                action, log_prob, value = self._sample(s.agent, self.obs, keys[:, 1])
+                tick = self._tick()
+                action, log_prob, value, _ = self._sample(s.agent, (), tick, keys[:, 1])
                 obs, reward, term, trunc, final = self._host_step(action)
-                data.append(Rollout(self.obs, action, log_prob, value, reward, term, trunc, final))
+                data.append(Rollout(self.obs, action, log_prob, value, reward, term, trunc, final,
+                                    tick.is_first))  # fmt: skip
                 s = s.replace(
                     key=keys[:, 0],
                     step=s.step + self.n,
                     episodes=jax.vmap(EpisodeTracker.update)(s.episodes, reward, term | trunc),
                 )
-                self.obs = obs
+                self.obs, self.is_first = obs, term | trunc
             rollout = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *data)  # [S, T, N, ...]
             keys = jax.vmap(jax.random.split)(s.key)
-            agent, metrics = self._update(s.agent, rollout, self.obs, keys[:, 1])
+            agent, metrics = self._update(s.agent, rollout, RolloutEnd(self._tick()), keys[:, 1])
             s = s.replace(agent=agent, key=keys[:, 0])
         key = jax.vmap(jax.random.split)(s.key)
         self.state = s.replace(key=key[:, 0])
@@ -219,7 +228,19 @@ class OnPolicyAlgorithm(Algorithm):
         raise NotImplementedError
 
     def agent_act(self):
-        return self.agent(1).act
+        """The stateless act of a feedforward policy (host runs refuse recurrent ones)."""
+        policy = self.agent(1).policy
+
+        def act(agent_state, obs, key, deterministic):
+            n = obs.shape[0]
+            no = jnp.zeros((n,), bool)
+            tick = Tick(obs, jnp.zeros((n,)), no, no, no)
+            return policy.act(agent_state, policy.init(n), tick, key, deterministic)[0]
+
+        return act
+
+    def policy(self):
+        return self.agent(1).policy
 
     def make_chunks(self, total_steps: int) -> Chunks:
         c = self.config

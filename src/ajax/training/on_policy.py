@@ -4,6 +4,12 @@ Same chunk structure as :mod:`ajax.training.off_policy`: ``init(key)`` and
 ``run_chunk(state) -> (state, record)``, a chunk being the rollouts that fill ``eval_freq`` env
 steps followed by a deterministic evaluation. The rollout keeps each step's true last
 observation (``final_obs``) so the agent can bootstrap through time-limit truncations.
+
+The policy may carry state (a recurrent actor and critic, :mod:`ajax.agents.ppo.recurrent`):
+``sample`` reads the :class:`~ajax.training.loop.Tick` (observation and episode-start flag) and
+the carry and returns the next carry; the rollout records each step's flag and carry, and the
+update gets the carry the rollout started from, so it can replay the sequences. Agents without
+state plug in through :func:`feedforward`.
 """
 
 from __future__ import annotations
@@ -16,12 +22,16 @@ import jax
 import jax.numpy as jnp
 
 from ajax.training.config import LoopConfig
-from ajax.training.loop import end_of_chunk, stateless
+from ajax.training.loop import Policy, Tick, end_of_chunk, stateless
 from ajax.training.rollout import EpisodeTracker, to_env_action
 
 
 class Rollout(NamedTuple):
-    """Time-major ``[T, N, ...]`` collected data."""
+    """Time-major ``[T, N, ...]`` collected data.
+
+    ``is_first[t]``: ``obs[t]`` starts an episode; ``carry[t]``: the policy's carry after acting
+    on ``obs[t]`` (``()`` for a policy without state).
+    """
 
     obs: jax.Array
     action: jax.Array
@@ -31,23 +41,46 @@ class Rollout(NamedTuple):
     terminated: jax.Array
     truncated: jax.Array
     final_obs: jax.Array
+    is_first: jax.Array
+    carry: Any = ()
+
+
+class RolloutEnd(NamedTuple):
+    """What follows a rollout and what preceded it: the next tick (its observation is the
+    bootstrap state) and the carry the rollout's first step acted from."""
+
+    tick: Tick
+    carry0: Any = ()
 
 
 class OnPolicyAgent(NamedTuple):
-    """``init(key, env)``; ``act(state, obs, key, deterministic) -> action``;
-    ``sample(state, obs, key) -> (action, log_prob, value)``;
-    ``update(state, rollout, last_obs, key) -> (state, metrics)``."""
+    """``init(key, env)``; ``policy``: the acting :class:`~ajax.training.loop.Policy`
+    (evaluation, ``ajax eval``); ``sample(state, carry, tick, key) -> (action, log_prob, value,
+    carry)``; ``update(state, rollout, end: RolloutEnd, key) -> (state, metrics)``."""
 
     init: Callable[..., Any]
-    act: Callable[..., jax.Array]
+    policy: Policy
     sample: Callable[..., tuple]
     update: Callable[..., tuple[Any, dict]]
 
 
+def feedforward(init, act, sample, update) -> OnPolicyAgent:
+    """The :class:`OnPolicyAgent` of an agent without carry: ``act(state, obs, key,
+    deterministic)``, ``sample(state, obs, key) -> (action, log_prob, value)``, ``update(state,
+    rollout, last_obs, key)``."""
+    return OnPolicyAgent(
+        init=init,
+        policy=stateless(act),
+        sample=lambda a, carry, tick, k: (*sample(a, tick.obs, k), carry),
+        update=lambda a, rollout, end, k: update(a, rollout, end.tick.obs, k),
+    )
+
+
 class OnPolicyState(flax.struct.PyTreeNode):
     agent: Any
+    carry: Any
     env_state: Any
-    obs: jax.Array
+    tick: Tick
     episodes: EpisodeTracker
     key: jax.Array
     step: jax.Array
@@ -61,11 +94,11 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
     def init(key) -> OnPolicyState:
         k_agent, k_env, k_run = jax.random.split(key, 3)
         ts = jax.vmap(env.reset)(jax.random.split(k_env, n))
-        obs, env_state = ts.obs, ts.state
         return OnPolicyState(
             agent=agent.init(k_agent, env),
-            env_state=env_state,
-            obs=obs,
+            carry=agent.policy.init(n),
+            env_state=ts.state,
+            tick=Tick.reset(ts),
             episodes=EpisodeTracker.create(n),
             key=k_run,
             step=jnp.zeros((), jnp.int32),
@@ -73,12 +106,12 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
 
     def collect(state: OnPolicyState, _):
         key, k_act, k_env = jax.random.split(state.key, 3)
-        action, log_prob, value = agent.sample(state.agent, state.obs, k_act)
+        action, log_prob, value, carry = agent.sample(state.agent, state.carry, state.tick, k_act)
         out = jax.vmap(env.step)(
             jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
         )
         data = Rollout(
-            state.obs,
+            state.tick.obs,
             action,
             log_prob,
             value,
@@ -86,10 +119,13 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
             out.terminated,
             out.truncated,
             out.final_obs,
+            state.tick.is_first,
+            carry,
         )
         state = state.replace(
+            carry=carry,
             env_state=out.state,
-            obs=out.obs,
+            tick=Tick.of(out),
             episodes=state.episodes.update(out.reward, out.terminated | out.truncated),
             key=key,
             step=state.step + n,
@@ -97,14 +133,16 @@ def make_on_policy(config: LoopConfig, n_steps: int, env, eval_env, agent: OnPol
         return state, data
 
     def iteration(state: OnPolicyState, _):
+        carry0 = state.carry
         state, rollout = jax.lax.scan(collect, state, None, length=n_steps)
         key, k_upd = jax.random.split(state.key)
-        agent_state, metrics = agent.update(state.agent, rollout, state.obs, k_upd)
+        end = RolloutEnd(state.tick, carry0)
+        agent_state, metrics = agent.update(state.agent, rollout, end, k_upd)
         return state.replace(agent=agent_state, key=key), metrics
 
     def run_chunk(state: OnPolicyState):
         state, metrics = jax.lax.scan(iteration, state, None, length=per_chunk)
         last = {k: v[-1] for k, v in metrics.items()}
-        return end_of_chunk(state, last, eval_env, stateless(agent.act), config.eval_episodes)
+        return end_of_chunk(state, last, eval_env, agent.policy, config.eval_episodes)
 
     return init, run_chunk, per_chunk * n * n_steps

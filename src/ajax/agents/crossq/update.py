@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from ajax.agents.crossq.config import CrossQConfig
 from ajax.agents.sac import losses
-from ajax.agents.sac.update import SACState, act, alpha_tx, min_q, policy_step
+from ajax.agents.sac.update import SACState, act, actor_network, alpha_tx, min_q, policy_step
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import (
     action_value_input,
@@ -31,7 +31,7 @@ def init(config: CrossQConfig, key, env) -> SACState:
     """Squashed-Gaussian actor (ReLU MLP) and BatchRenorm critics, no target copy."""
     width = str(config.critic_hidden)
     net = NetworkConfig(
-        actor_architecture=(str(config.hidden), "relu") * 2,
+        **actor_network(config, (str(config.hidden), "relu") * 2),
         critic_architecture=(
             "batchrenorm",
             width,
@@ -42,10 +42,8 @@ def init(config: CrossQConfig, key, env) -> SACState:
             "batchrenorm",
         ),  # fmt: skip
         kernel_init="lecun_normal",
-        actor_kernel_init="lecun_normal",
         critic_kernel_init="lecun_normal",
         log_std_init=0.0,
-        log_std_kernel_init="lecun_normal",
         log_std_bounds=config.log_std_bounds,
     )
     opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8, beta_1=config.beta_1)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from ajax.modules.pid_actor import PIDPolicy
+from ajax.networks.memory import KINDS, MemoryConfig
 from ajax.networks.utils import ACTIVATIONS
 from ajax.training.config import LoopConfig
-from ajax.validation import between, nonnegative, one_of, positive, require
+from ajax.validation import Rule, between, nonnegative, one_of, positive, require
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,14 @@ class PPOConfig(LoopConfig):
         ent_coef / vf_coef: loss weights; max_grad_norm: global gradient clip.
         hidden / activation: two hidden layers of actor and critic.
         normalize_advantages: per-minibatch advantage standardisation.
+        memory: None (feedforward), or the memory cell (``gru``, ``lstm``, ``transformer``,
+            ``mamba``; :mod:`ajax.networks.memory`) after the hidden layers of actor and critic,
+            each with its own cell (SB3 RecurrentPPO's default, ``shared_lstm=False``).
+            Minibatches then split the rollout by env, whole sequences each.
+        memory_hidden: the cell's width (purejaxrl's PPO-RNN: a 128-unit GRU).
+        actor_architecture: None (the MLP above), or a :class:`~ajax.modules.pid_actor.PIDPolicy`
+            (continuous actions, no memory): a PID on the env's error terms, Normal around
+            its output (spec 002; Python API only).
     """
 
     n_envs: int = 8
@@ -41,6 +52,15 @@ class PPOConfig(LoopConfig):
     hidden: int = 64
     activation: str = "tanh"
     normalize_advantages: bool = True
+    memory: str | None = None
+    memory_hidden: int = 128
+    actor_architecture: PIDPolicy | None = None
+
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
+        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
+        "ajax.PPO(make_env(id, pid_error_fn=f), PPOConfig(actor_architecture=PIDPolicy()))",
+    }
     eval_freq: int = 10_240
 
     RULES = {
@@ -57,7 +77,16 @@ class PPOConfig(LoopConfig):
         "max_grad_norm": positive(),
         "hidden": positive(),
         "activation": one_of(*ACTIVATIONS),
+        "memory": Rule(choices=KINDS, optional=True),
+        "memory_hidden": positive(),
     }
+
+    @property
+    def memory_config(self) -> MemoryConfig | None:
+        """The actor's and the critic's cell (None: feedforward)."""
+        if self.memory is None:
+            return None
+        return MemoryConfig(kind=self.memory, hidden_size=self.memory_hidden)
 
     def relations(self) -> None:
         super().relations()
@@ -67,6 +96,16 @@ class PPOConfig(LoopConfig):
             "num_minibatches",
             f"a divisor of n_envs * n_steps = {self.n_envs * self.n_steps}",
         )
+        require(self, self.actor_architecture is None or self.memory is None,
+                "actor_architecture", "None with memory: a PID actor's memory is its integral "
+                "and difference terms", "drop memory or the PIDPolicy")  # fmt: skip
+        if self.memory is not None:
+            require(self, self.n_envs % self.num_minibatches == 0, "num_minibatches",
+                    f"a divisor of n_envs = {self.n_envs} with memory (minibatches are whole "
+                    "sequences of some envs)", "lower --num-minibatches or raise --n-envs")  # fmt: skip
+            heads = MemoryConfig.num_heads
+            require(self, self.memory != "transformer" or self.memory_hidden % heads == 0,
+                    "memory_hidden", f"a multiple of the transformer's {heads} heads")  # fmt: skip
         rollout = self.n_envs * self.n_steps
         require(self, self.eval_freq >= rollout, "eval_freq",
                 f">= n_envs * n_steps = {rollout} (evaluations fall between whole rollouts)")  # fmt: skip

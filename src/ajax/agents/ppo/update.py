@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import flax.struct
 import jax
 import jax.numpy as jnp
@@ -21,11 +23,12 @@ class PPOState(flax.struct.PyTreeNode):
 
 
 def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOState:
-    """Actor (Gaussian with a state-independent log-std, or Categorical) and a V critic."""
+    """Actor (Gaussian with a state-independent log-std, or Categorical) and a V critic, each
+    with its own memory cell when ``config.memory`` is set."""
     arch = (str(config.hidden), config.activation, str(config.hidden), config.activation)
     env_config = env_config_of(env, config.n_envs)
     net = NetworkConfig(
-        actor_architecture=arch,
+        actor_architecture=arch if config.actor_architecture is None else config.actor_architecture,
         critic_architecture=arch,
         kernel_init="orthogonal(1.4142135623730951)",
         actor_kernel_init="orthogonal(0.01)",
@@ -33,6 +36,7 @@ def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOSt
         state_independent_log_std=True,
         log_std_init=0.0,
         log_std_bounds=None,
+        memory=config.memory_config,
     )
     opt = OptimizerConfig(
         learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm, eps=1e-5
@@ -71,48 +75,61 @@ def sample(state: PPOState, obs, key):
     return action, log_prob, _v(state, state.critic_state.params, obs)
 
 
-def _minibatch_loss(config: PPOConfig, state: PPOState, params, mb):
-    actor_params, critic_params = params
-    obs, action, old_logp, old_v, adv, ret = mb
-    pi = _pi(state, actor_params, obs)
+class Batch(NamedTuple):
+    """The per-sample data of PPO's loss (any leading shape)."""
+
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    adv: jax.Array
+    ret: jax.Array
+
+
+def ppo_loss(config: PPOConfig, pi, v, mb: Batch):
+    """Clipped surrogate + clipped value loss - entropy bonus, given the current policy ``pi``
+    and values ``v`` at ``mb.obs`` (feedforward or replayed through memory)."""
+    adv = mb.adv
     if config.normalize_advantages:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    pg, m_pg = losses.clipped_surrogate_loss(pi.log_prob(action), old_logp, adv, config.clip_eps)
-    vl, m_v = losses.value_loss(_v(state, critic_params, obs), old_v, ret, config.value_clip_eps)
+    pg, m_pg = losses.clipped_surrogate_loss(pi.log_prob(mb.action), mb.log_prob, adv,
+                                             config.clip_eps)  # fmt: skip
+    vl, m_v = losses.value_loss(v, mb.value, mb.ret, config.value_clip_eps)
     entropy = pi.entropy().mean()
     loss = pg + config.vf_coef * vl - config.ent_coef * entropy
     return loss, {**m_pg, **m_v, "entropy": entropy, "loss": loss}
 
 
-def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
-    """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
-    v_final = _v(state, state.critic_state.params, rollout.final_obs)
-    # bootstrap from the true last obs on truncation; from the next state's value otherwise
-    v_next = jnp.concatenate(
-        [rollout.value[1:], _v(state, state.critic_state.params, last_obs)[None]]
-    )
+def advantages(config: PPOConfig, rollout: Rollout, v_final, v_last):
+    """GAE over ``rollout`` given V at every step's true last obs (``v_final``, [T, N]) and at
+    the obs after the rollout (``v_last``, [N]): a truncation bootstraps from its true last obs,
+    any other step from the next state's value."""
+    v_next = jnp.concatenate([rollout.value[1:], v_last[None]])
     done = rollout.terminated | rollout.truncated
     v_tp1 = jnp.where(done, v_final, v_next)
     discount = config.gamma * (1.0 - rollout.terminated.astype(jnp.float32))
-    adv = losses.gae_advantages(
+    return losses.gae_advantages(
         rollout.reward, rollout.value, v_tp1, discount, done.astype(jnp.float32), config.gae_lambda
     )
-    data = (rollout.obs, rollout.action, rollout.log_prob, rollout.value, adv, adv + rollout.value)
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data)
-    n = flat[0].shape[0]
+
+
+def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key):
+    """``num_epochs`` passes of ``num_minibatches`` Adam steps on ``loss_fn(params, mb)``.
+
+    Every leaf of ``data`` leads with the axis minibatches split: samples (feedforward) or envs
+    (recurrent: each minibatch holds whole sequences)."""
+    n = jax.tree.leaves(data)[0].shape[0]
     mb_size = n // config.num_minibatches
 
     def epoch(state, k):
         perm = jax.random.permutation(k, n)
         batches = jax.tree.map(
-            lambda x: x[perm].reshape((config.num_minibatches, mb_size) + x.shape[1:]), flat
+            lambda x: x[perm].reshape((config.num_minibatches, mb_size) + x.shape[1:]), data
         )
 
         def step(state, mb):
             params = (state.actor_state.params, state.critic_state.params)
-            grads, metrics = jax.grad(
-                lambda p: _minibatch_loss(config, state, p, mb), has_aux=True
-            )(params)
+            grads, metrics = jax.grad(lambda p: loss_fn(state, p, mb), has_aux=True)(params)
             state = state.replace(
                 actor_state=state.actor_state.apply_gradients(grads[0]),
                 critic_state=state.critic_state.apply_gradients(grads[1]),
@@ -123,6 +140,21 @@ def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
 
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, config.num_epochs))
     return state, jax.tree.map(lambda m: m.mean(), metrics)
+
+
+def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
+    """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
+    v = lambda obs: _v(state, state.critic_state.params, obs)
+    adv = advantages(config, rollout, v(rollout.final_obs), v(last_obs))
+    data = Batch(rollout.obs, rollout.action, rollout.log_prob, rollout.value, adv,
+                 adv + rollout.value)  # fmt: skip
+    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data)
+
+    def loss_fn(state, params, mb: Batch):
+        pi = _pi(state, params[0], mb.obs)
+        return ppo_loss(config, pi, _v(state, params[1], mb.obs), mb)
+
+    return minibatch_epochs(config, state, flat, loss_fn, key)
 
 
 def total_updates(config: PPOConfig, total_steps: int) -> int:

@@ -7,7 +7,7 @@ from functools import partial
 from ajax.agents.pqn import update
 from ajax.agents.pqn.config import PQNConfig
 from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent
+from ajax.training.on_policy import OnPolicyAgent, feedforward
 
 
 class PQN(OnPolicyAlgorithm):
@@ -20,7 +20,7 @@ class PQN(OnPolicyAlgorithm):
 
     def agent(self, total_steps: int) -> OnPolicyAgent:
         c = self.config
-        return OnPolicyAgent(
+        return feedforward(
             init=partial(update.init, c, total_updates=update.total_updates(c, total_steps)),
             act=partial(update.act, c),
             sample=partial(update.sample, c),

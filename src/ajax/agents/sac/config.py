@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.training.config import OffPolicyConfig
 from ajax.validation import at_least, between, positive, require
 
@@ -21,6 +23,9 @@ class SACConfig(OffPolicyConfig):
         init_alpha: initial temperature (SB3 ``ent_coef="auto"`` starts at 1.0).
         target_entropy: ``None`` is the heuristic ``-action_dim``.
         log_std_bounds: the actor's log-std clip (SB3: [-20, 2]).
+        actor_architecture: None (the MLP above), or a :class:`~ajax.modules.pid_actor.PIDPolicy`:
+            the actor is then a PID controller with learned gains on the error terms a
+            ``make_env(..., pid_error_fn=...)`` env puts first (spec 002; Python API only).
     """
 
     learning_rate: float = 3e-4
@@ -31,6 +36,13 @@ class SACConfig(OffPolicyConfig):
     init_alpha: float = 1.0
     target_entropy: float | None = None
     log_std_bounds: tuple[float, float] = (-20.0, 2.0)
+    actor_architecture: PIDPolicy | None = None
+
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
+        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
+        "ajax.SAC(make_env(id, pid_error_fn=f), SACConfig(actor_architecture=PIDPolicy()))",
+    }
 
     RULES = {
         "learning_rate": positive(),

@@ -29,13 +29,11 @@ def init(config: SACConfig, key, env) -> SACState:
     """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble."""
     arch = (str(config.hidden), "relu", str(config.hidden), "relu")
     net = NetworkConfig(
-        actor_architecture=arch,
+        **actor_network(config, arch),
         critic_architecture=arch,
         kernel_init="lecun_normal",
-        actor_kernel_init="lecun_normal",
         critic_kernel_init="lecun_normal",
         log_std_init=0.0,
-        log_std_kernel_init="lecun_normal",
         log_std_bounds=config.log_std_bounds,
     )
     opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
@@ -52,6 +50,15 @@ def init(config: SACConfig, key, env) -> SACState:
     )
     log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
     return SACState(actor_state, critic_state, log_alpha, alpha_tx(config).init(log_alpha))
+
+
+def actor_network(config: SACConfig, arch: tuple) -> dict:
+    """The actor's :class:`NetworkConfig` fields: the MLP with a Dense log-std head, or the
+    config's :class:`PIDPolicy` (its log-std is a parameter, so it has no head kernel)."""
+    if config.actor_architecture is not None:
+        return {"actor_architecture": config.actor_architecture, "log_std_kernel_init": None}
+    return {"actor_architecture": arch, "actor_kernel_init": "lecun_normal",
+            "log_std_kernel_init": "lecun_normal"}  # fmt: skip
 
 
 def alpha_tx(config: SACConfig):
