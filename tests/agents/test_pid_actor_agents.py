@@ -7,11 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import PPO, SAC, make_env
+from ajax import PPO, SAC, TD3, make_env
 from ajax.agents.crossq import CrossQ, CrossQConfig
 from ajax.agents.ppo.config import PPOConfig
 from ajax.agents.redq import REDQ, REDQConfig
 from ajax.agents.sac.config import SACConfig
+from ajax.agents.td3.config import TD3Config
 from ajax.modules.pid_actor import PIDPolicy, pid_gains
 from ajax.validation import ConfigError
 
@@ -24,6 +25,7 @@ AGENTS = {
         REDQ,
         REDQConfig(actor_architecture=PID, gradient_steps=2, policy_update_delay=2, **TINY),
     ),  # fmt: skip
+    "td3": (TD3, TD3Config(actor_architecture=PID, **TINY)),
     "crossq": (CrossQ, CrossQConfig(actor_architecture=PID, critic_hidden=32, **TINY)),
     "ppo": (
         PPO,
@@ -45,9 +47,11 @@ def _env():
     return make_env("Pendulum-v1", pid_error_fn=lambda obs: obs[..., 1:2])
 
 
-# ~30-40 s each; redq and crossq build their actor with SAC's actor_network, so sac covers it
+# ~30-40 s each; redq and crossq build their actor with SAC's actor_network, so sac covers it;
+# ppo, td3 (slow) check their own actor paths (Normal around the PID, tanh(PID))
 @pytest.mark.parametrize(
-    "agent", ["sac", "ppo", *(pytest.param(a, marks=pytest.mark.slow) for a in ("redq", "crossq"))]
+    "agent",
+    ["sac", *(pytest.param(a, marks=pytest.mark.slow) for a in ("ppo", "redq", "crossq", "td3"))],
 )
 def test_pid_actor_trains_and_reads_as_gains(agent):
     """Two vmapped seeds, 200 steps: the actor's parameters are fixed PID gains (kp, ki, kd,

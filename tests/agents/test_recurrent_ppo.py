@@ -94,9 +94,9 @@ MEMORY_TASK = dict(
 )  # fmt: skip
 
 
-def _memory_chain(kind: str | None) -> np.ndarray:
+def _memory_chain(kind: str | None, steps: int = 2048) -> np.ndarray:
     cfg = PPOConfig(memory=kind, **MEMORY_TASK)
-    result = PPO("MemoryChain-bsuite", cfg).train(seed=0, total_steps=4096, n_seeds=2)
+    result = PPO("MemoryChain-bsuite", cfg).train(seed=0, total_steps=steps, n_seeds=2)
     return np.asarray(result.metrics["eval_return"])[:, -1]
 
 
@@ -104,17 +104,18 @@ def test_memory_chain_feedforward_cannot_recurrent_does():
     """bsuite MemoryChain (gymnax, 1 bit, memory length 5): the context is shown at the first
     step only and the reward (+1 right, -1 wrong) comes 5 steps later, on an observation that
     is the same for both contexts, so every feedforward policy scores 0 in expectation (64
-    episodes: std 0.125). A GRU PPO scores 1 on both seeds within 4096 env steps (measured:
-    1.0 at 2048 already; feedforward -0.25, -0.12)."""
+    episodes: std 0.125). A GRU PPO scores 1 on both seeds within 2048 env steps (64 updates;
+    measured 1.0 and 1.0, feedforward -0.03 and 0.19)."""
     ff, gru = _memory_chain(None), _memory_chain("gru")
     assert np.all(np.abs(ff) < 0.5), ff
     assert np.all(gru > 0.9), gru
 
 
-@pytest.mark.slow  # ~25-55 s each (compiles)
+@pytest.mark.slow  # ~25-70 s each (compiles)
 @pytest.mark.parametrize("kind", ["lstm", "transformer", "mamba"])
 def test_memory_chain_every_memory_kind(kind):
-    assert np.all(_memory_chain(kind) > 0.9)
+    """Every cell within 8192 env steps (Mamba's second seed is at 0.19 after 2048)."""
+    assert np.all(_memory_chain(kind, 8192) > 0.9)
 
 
 @pytest.mark.parametrize(

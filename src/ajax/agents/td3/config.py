@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.training.config import OffPolicyConfig
 from ajax.validation import at_least, between, nonnegative, positive
 
@@ -21,6 +23,8 @@ class TD3Config(OffPolicyConfig):
         target_noise: std of the target-policy smoothing noise (0.2).
         target_noise_clip: clip of that noise (0.5).
         hidden: width of the two hidden layers.
+        actor_architecture: None (the MLP), or a :class:`~ajax.modules.pid_actor.PIDPolicy`:
+            mu(s) = tanh of a PID on the env's error terms (spec 002; Python API only).
     """
 
     learning_rate: float = 3e-4
@@ -31,6 +35,13 @@ class TD3Config(OffPolicyConfig):
     target_noise: float = 0.2
     target_noise_clip: float = 0.5
     hidden: int = 256
+    actor_architecture: PIDPolicy | None = None
+
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
+        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
+        "ajax.TD3(make_env(id, pid_error_fn=f), TD3Config(actor_architecture=PIDPolicy()))",
+    }
 
     RULES = {
         "learning_rate": positive(),

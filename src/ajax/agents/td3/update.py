@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ajax.agents.td3 import losses
 from ajax.agents.td3.config import TD3Config
+from ajax.modules.pid_actor import PIDLaw, PIDPolicy, check_pid_actor
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.distributions import Deterministic
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
@@ -23,9 +24,13 @@ class DeterministicActor(nn.Module):
 
     action_dim: int
     architecture: tuple = ("256", "relu", "256", "relu")
+    pid: PIDPolicy | None = None  # mu(s) = tanh(PID(s)), its parameters under "law"
 
     @nn.compact
     def __call__(self, obs):
+        if self.pid is not None:
+            check_pid_actor(True, None)
+            return Deterministic(jnp.tanh(PIDLaw(self.pid, self.action_dim, name="law")(obs)))
         h = obs
         for layer in parse_architecture(self.architecture, "lecun_normal"):
             h = layer(h)
@@ -54,7 +59,7 @@ def init(config: TD3Config, key, env) -> TD3State:
         continuous=True,
         action_value=True,
         num_critics=2,
-        actor=DeterministicActor(env_config.action_dim, arch),
+        actor=DeterministicActor(env_config.action_dim, arch, config.actor_architecture),
     )
     actor_state = actor_state.with_target()
     return TD3State(actor_state, critic_state, jnp.zeros((), jnp.int32))
