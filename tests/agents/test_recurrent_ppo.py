@@ -135,3 +135,17 @@ def test_recurrent_ppo_refuses_host_envs():
     pytest.importorskip("gymnasium")
     with pytest.raises(ValueError, match="JAX envs only"):
         PPO("gymnasium:CartPole-v1", PPOConfig(memory="gru"))
+
+
+@pytest.mark.slow
+def test_gru_ppo_solves_cartpole():
+    """Recurrent PPO (GRU 64) on CartPole-v1: the best of the last two evaluations above 450
+    for both of 2 vmapped seeds within 196,608 env steps (the feedforward test's settings,
+    minibatches of 2 whole env sequences). Measured: both seeds 500.0 at the end (evaluations
+    every 24,576 steps: 210, 445, 500, 500, 500, 500, 340, 500 and 236, 405, 475, 500, ...),
+    26 s standalone, ~160 s under the test suite's settings."""
+    config = PPOConfig(memory="gru", memory_hidden=64, num_epochs=10, learning_rate=1e-3,
+                       ent_coef=0.0, eval_freq=24_576, eval_episodes=5)  # fmt: skip
+    result = PPO("CartPole-v1", config).train(seed=0, total_steps=196_608, n_seeds=2)
+    returns = np.asarray(result.metrics["eval_return"])
+    assert np.all(returns[:, -2:].max(axis=1) > 450.0), returns
