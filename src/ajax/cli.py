@@ -22,6 +22,9 @@ from ajax.cli_flags import UsageError, parse_flags, split_flags
 
 
 def _agents() -> dict[str, type]:
+    from ajax.agents.apo import APO
+    from ajax.agents.asac import ASAC
+    from ajax.agents.avg import AVG
     from ajax.agents.crossq import CrossQ
     from ajax.agents.dqn import DQN
     from ajax.agents.ppo import PPO
@@ -31,7 +34,7 @@ def _agents() -> dict[str, type]:
     from ajax.agents.td3 import TD3
 
     agents = {"sac": SAC, "td3": TD3, "ppo": PPO, "dqn": DQN, "pqn": PQN, "redq": REDQ,
-              "crossq": CrossQ}  # fmt: skip
+              "crossq": CrossQ, "asac": ASAC, "apo": APO, "avg": AVG}  # fmt: skip
     try:
         from ajax.agents.tdmpc2 import TDMPC2
 

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 from ajax import PPO, SAC, TD3, make_env
+from ajax.agents.apo import APO, APOConfig
+from ajax.agents.asac import ASAC, ASACConfig
+from ajax.agents.avg import AVG, AVGConfig
 from ajax.agents.crossq import CrossQ, CrossQConfig
 from ajax.agents.ppo.config import PPOConfig
 from ajax.agents.redq import REDQ, REDQConfig
@@ -27,18 +30,23 @@ AGENTS = {
     ),  # fmt: skip
     "td3": (TD3, TD3Config(actor_architecture=PID, **TINY)),
     "crossq": (CrossQ, CrossQConfig(actor_architecture=PID, critic_hidden=32, **TINY)),
-    "ppo": (
-        PPO,
-        PPOConfig(
-            actor_architecture=PID,
-            hidden=16,
-            n_envs=2,
-            n_steps=50,
-            num_minibatches=2,
-            eval_freq=100,
-            eval_episodes=1,
-        ),
-    ),  # fmt: skip
+    "asac": (ASAC, ASACConfig(actor_architecture=PID, **TINY)),
+    "avg": (AVG, AVGConfig(actor_architecture=PID, hidden=16, eval_freq=100, eval_episodes=1)),
+    **{
+        name: (
+            cls,
+            cfg(
+                actor_architecture=PID,
+                hidden=16,
+                n_envs=2,
+                n_steps=50,
+                num_minibatches=2,
+                eval_freq=100,
+                eval_episodes=1,
+            ),
+        )  # fmt: skip
+        for name, cls, cfg in (("ppo", PPO, PPOConfig), ("apo", APO, APOConfig))
+    },
 }
 
 
@@ -47,11 +55,14 @@ def _env():
     return make_env("Pendulum-v1", pid_error_fn=lambda obs: obs[..., 1:2])
 
 
-# ~30-40 s each; redq and crossq build their actor with SAC's actor_network, so sac covers it;
-# ppo, td3 (slow) check their own actor paths (Normal around the PID, tanh(PID))
+# ~30-40 s each; redq, crossq, asac and avg build their actor with SAC's actor_network, so sac
+# covers it; ppo, apo, td3 (slow) check their own actor paths (Normal around the PID, around
+# tanh(PID), tanh(PID))
+SLOW_PID = ("ppo", "apo", "redq", "crossq", "asac", "avg", "td3")
+
+
 @pytest.mark.parametrize(
-    "agent",
-    ["sac", *(pytest.param(a, marks=pytest.mark.slow) for a in ("ppo", "redq", "crossq", "td3"))],
+    "agent", ["sac", *(pytest.param(a, marks=pytest.mark.slow) for a in SLOW_PID)]
 )
 def test_pid_actor_trains_and_reads_as_gains(agent):
     """Two vmapped seeds, 200 steps: the actor's parameters are fixed PID gains (kp, ki, kd,

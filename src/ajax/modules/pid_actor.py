@@ -167,6 +167,16 @@ class PIDActor(nn.Module):
         return distrax.MultivariateNormalDiag(loc=u, scale_diag=scale)
 
 
+def pid_python_only(agent: str, config: str) -> dict[str, str]:
+    """The ``PYTHON_ONLY`` entry of a config that takes a :class:`PIDPolicy`: the CLI refuses
+    ``--actor-architecture`` with this line, since the error function lives in Python."""
+    return {
+        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
+        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
+        f"ajax.{agent}(make_env(id, pid_error_fn=f), {config}(actor_architecture=PIDPolicy()))",
+    }
+
+
 def check_pid_actor(continuous: bool, memory: Any) -> None:
     """Reject what a PID actor cannot be: a discrete policy or a recurrent one (its memory is
     the wrapper's integral and difference)."""

@@ -271,6 +271,24 @@ class Squashed(nn.Module):
         return squash(out, self.log_det_eps)
 
 
+class TanhMean(nn.Module):
+    """``actor``'s Normal policy with its mean passed through tanh, sampled unsquashed around it
+    (APO's ``tanh_mean``, spec 002): the mean stays in [-1, 1], samples are clipped to the box by
+    the loop. Shares ``actor``'s scope, as :class:`Squashed` does; a Categorical passes through.
+    """
+
+    actor: nn.Module
+
+    def setup(self):
+        nn.share_scope(self, self.actor)
+
+    def __call__(self, *args, **kwargs):
+        pi = self.actor(*args, **kwargs)
+        if not isinstance(pi, distrax.MultivariateNormalDiag):
+            raise ValueError(f"TanhMean wraps a feedforward Normal actor, got {type(pi).__name__}")
+        return distrax.MultivariateNormalDiag(jnp.tanh(pi.loc), pi.scale_diag)
+
+
 class Critic(nn.Module):
     """A value network, V(obs) or Q(obs, action), with ``n_quantiles`` outputs.
 

@@ -23,6 +23,7 @@ from ajax.networks.actor_critic import (
     Critic,
     MultiCritic,
     Squashed,
+    TanhMean,
     Torso,
     check_log_std_head,
     reference_cnn,
@@ -33,8 +34,8 @@ from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
 
 __all__ = [
-    "CNNSpec", "CNNEncoder", "Actor", "Squashed", "Critic", "MultiCritic", "Torso",
-    "reference_cnn", "check_log_std_head", "action_value_input", "get_initialized_actor_critic",
+    "CNNSpec", "CNNEncoder", "Actor", "Squashed", "TanhMean", "Critic", "MultiCritic", "Torso",
+    "actor_module", "reference_cnn", "check_log_std_head", "action_value_input", "get_initialized_actor_critic",
     "get_initialized_critic", "init_network_carry", "init_network_state", "in_critic_units",
     "predict_value_sequence", "phi_star_critic_state", "predict_value", "predict_value_train",
     "state_value", "action_value",
@@ -119,7 +120,9 @@ def _critic(env_config: EnvConfig, config: NetworkConfig, num: int, action_value
     return MultiCritic(critic, num=num), width
 
 
-def _actor(env_config: EnvConfig, config: NetworkConfig, continuous: bool, action_dim: int):
+def actor_module(env_config: EnvConfig, config: NetworkConfig, continuous: bool, action_dim: int):
+    """The actor ``config`` describes: an :class:`Actor`, or a :class:`PIDActor` for a
+    :class:`PIDPolicy` architecture (before any :class:`Squashed`/:class:`TanhMean` wrapper)."""
     policy = config.actor_architecture
     if isinstance(policy, PIDPolicy):
         check_pid_actor(continuous, config.memory)
@@ -177,7 +180,11 @@ def get_initialized_actor_critic(
     if num_critics < 1 or extra_obs_dim < 0:
         raise ValueError(f"need num_critics >= 1, extra_obs_dim >= 0: {num_critics, extra_obs_dim}")
     action_dim = env_config.action_dim if action_dim_override is None else action_dim_override
-    net = actor if actor is not None else _actor(env_config, network_config, continuous, action_dim)
+    net = (
+        actor
+        if actor is not None
+        else actor_module(env_config, network_config, continuous, action_dim)
+    )
     if squash and continuous:
         net = Squashed(net)
     memory, n_envs = network_config.memory, env_config.n_envs

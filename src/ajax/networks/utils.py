@@ -300,12 +300,14 @@ def parse_layer(
     kernel_init: str | Initializer | None = None,
     bias_init: str | Initializer | None = None,
 ) -> Callable:
-    """One architecture token: a width ("256" or 256), "layernorm", "batchrenorm" or an activation.
+    """One architecture token: a width ("256" or 256), "layernorm", "batchrenorm", "l2norm" or
+    an activation.
 
     A width gives :func:`dense` with kernel orthogonal(1.0) unless ``kernel_init`` says otherwise;
     "layernorm" a new ``nn.LayerNorm`` (flax defaults, as RLPD's critic MLP); "batchrenorm" a new
-    :class:`BatchRenorm` (CrossQ); anything else goes through :func:`parse_activation`, so modules
-    and callables pass unchanged.
+    :class:`BatchRenorm` (CrossQ); "l2norm" :func:`l2_normalize`, AVG's penultimate
+    normalisation; anything else goes through :func:`parse_activation`, so modules and callables
+    pass unchanged.
     """
     if isinstance(layer, bool):
         raise TypeError(f"a layer token cannot be a bool, got {layer!r}")
@@ -319,7 +321,15 @@ def parse_layer(
         return nn.LayerNorm()
     if layer == "batchrenorm":
         return BatchRenorm()
+    if layer == "l2norm":
+        return l2_normalize
     return parse_activation(layer)
+
+
+def l2_normalize(x: jax.Array, eps: float = 1e-12) -> jax.Array:
+    """x / max(||x||_2, eps) over the features: penultimate normalisation (Bjorck et al. 2022,
+    as AVG, Vasan et al. 2024, applies it before each network's output layer)."""
+    return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), eps)
 
 
 def parse_architecture(

@@ -204,10 +204,10 @@ def check_action_space(algo: Algorithm, continuous: bool, env_id: str) -> None:
     if continuous and not algo.continuous:
         raise ValueError(
             f"{algo.name} needs a discrete action space but {env_id!r} is continuous; "
-            "pick a discrete env (e.g. CartPole-v1) or an agent that acts continuously (sac, td3, redq, crossq, ppo)"
+            "pick a discrete env (e.g. CartPole-v1) or an agent that acts continuously (sac, td3, redq, crossq, asac, avg, ppo, apo)"
         )
     if not continuous and not algo.discrete:
         raise ValueError(
             f"{algo.name} needs a continuous action space but {env_id!r} is discrete; "
-            "pick a continuous env (e.g. Pendulum-v1) or an agent that acts discretely (dqn, pqn, ppo)"
+            "pick a continuous env (e.g. Pendulum-v1) or an agent that acts discretely (dqn, pqn, ppo, apo)"
         )

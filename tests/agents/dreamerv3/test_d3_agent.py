@@ -187,7 +187,10 @@ PROBE = dict(
 def probe_run():
     env = SimEnv(ProbeSim(), EnvSpec("probe-discrete", "probe", (3,), Discrete(2), 2))
     algo = DreamerV3(env, DreamerV3Config.preset("1m", **PROBE))
-    result = algo.train(seed=0, total_steps=1200)
+    # 2400 steps: at 1200 (~1200 updates) a different CPU converged to another point (measured
+    # here: continue at M 0.375, V(B) 0.95, where another machine passed); at 2400 the heads
+    # sit at their labels (continue at M 0.45, V(B) 0.71).
+    result = algo.train(seed=0, total_steps=2400)
     return algo, result
 
 
@@ -198,16 +201,16 @@ def test_d3_probes_one_step_delayed_reward_and_discount(probe_run):
     return 1).
 
     V(B) does not reach 0.5: under free bits (1 nat) the prior from B stays unsure whether M or
-    the end comes next (measured after this run: imagined first step from B has mean reward
-    0.64 and continue 0.14), so imagination's target for B is ~0.77 while the replay-value
-    target is 0.5; the critic settles between (0.88 measured). A critic that ignored the
-    discount would value B like M."""
+    the end comes next (measured after the 1200-step run: imagined first step from B has mean
+    reward 0.64 and continue 0.14), so imagination's target for B lies above the replay-value
+    target 0.5; the critic settles between (0.71 measured at 2400 steps). A critic that
+    ignored the discount would value B like M."""
     from ajax.agents.dreamerv3.model import feat
     from ajax.agents.dreamerv3.rssm import observe_step
 
     algo, result = probe_run
     state = result.state.agent
-    assert int(state.updates) > 500
+    assert int(state.updates) > 2000
     np.testing.assert_allclose(result.metrics["eval_return"][-1], 1.0)
     nets, p, two_hot = Nets.create(algo.config, 3, 2, True), state.params, algo.config.two_hot()
     key = jax.random.PRNGKey(3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ajax.agents.sac.config import SACConfig
 from ajax.validation import at_least, between, positive, require
@@ -29,7 +30,9 @@ class CrossQConfig(SACConfig):
     policy_delay: int = 3
     learning_starts: int = 5_000
     tau: float = 1.0
+    critic_norm: str | None = "batchrenorm"
 
+    TRAINS_BATCH_STATS: ClassVar[bool] = True
     RULES = {"critic_hidden": positive(), "beta_1": between(0.0, 1.0, hi_open=True),
              "policy_delay": at_least(1)}  # fmt: skip
 
@@ -42,3 +45,6 @@ class CrossQConfig(SACConfig):
             "1.0: CrossQ has no target network (the joint BatchRenorm pass replaces it)",
             "drop --tau, or use sac for a target-network critic",
         )
+        require(self, self.critic_norm == "batchrenorm", "critic_norm",
+                "'batchrenorm': CrossQ's joint batch needs BatchRenorm critics",
+                "drop --critic-norm, or use sac for other critics")  # fmt: skip

@@ -13,16 +13,19 @@ import jax.numpy as jnp
 
 from ajax.agents.crossq.config import CrossQConfig
 from ajax.agents.sac import losses
-from ajax.agents.sac.update import SACState, act, actor_network, alpha_tx, min_q, policy_step
-from ajax.networks.config import NetworkConfig, OptimizerConfig
-from ajax.networks.networks import (
-    action_value_input,
-    get_initialized_actor_critic,
-    predict_value_train,
+from ajax.agents.sac.update import (
+    SACState,
+    act,
+    init_state,
+    min_q,
+    network_config,
+    policy_step,
 )
+from ajax.networks.config import OptimizerConfig
+from ajax.networks.networks import action_value_input, predict_value_train
 from ajax.training.loop import zeros_like_shapes
 from ajax.training.off_policy import Transition
-from ajax.training.rollout import env_config_of, lockstep
+from ajax.training.rollout import lockstep
 
 __all__ = ["act", "init", "update"]
 
@@ -30,34 +33,10 @@ __all__ = ["act", "init", "update"]
 def init(config: CrossQConfig, key, env) -> SACState:
     """Squashed-Gaussian actor (ReLU MLP) and BatchRenorm critics, no target copy."""
     width = str(config.critic_hidden)
-    net = NetworkConfig(
-        **actor_network(config, (str(config.hidden), "relu") * 2),
-        critic_architecture=(
-            "batchrenorm",
-            width,
-            "relu",
-            "batchrenorm",
-            width,
-            "relu",
-            "batchrenorm",
-        ),  # fmt: skip
-        kernel_init="lecun_normal",
-        critic_kernel_init="lecun_normal",
-        log_std_init=0.0,
-        log_std_bounds=config.log_std_bounds,
-    )
+    critic = ("batchrenorm", width, "relu", "batchrenorm", width, "relu", "batchrenorm")
     opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8, beta_1=config.beta_1)
-    actor_state, critic_state = get_initialized_actor_critic(
-        key, env_config_of(env), opt, opt, net, continuous=True, action_value=True, squash=True,
-        num_critics=config.num_critics,
-    )  # fmt: skip
-    log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
-    return SACState(
-        actor_state,
-        critic_state.replace(target_params=None),
-        log_alpha,
-        alpha_tx(config).init(log_alpha),
-    )
+    state = init_state(config, key, env, network_config(config, critic), opt, opt)
+    return state.replace(critic_state=state.critic_state.replace(target_params=None))
 
 
 def update(config: CrossQConfig, state: SACState, batch: Transition, key):

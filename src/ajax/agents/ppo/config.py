@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.modules.pid_actor import PIDPolicy
+from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.networks.memory import KINDS, MemoryConfig
 from ajax.networks.utils import ACTIVATIONS
 from ajax.training.config import LoopConfig
@@ -56,11 +56,7 @@ class PPOConfig(LoopConfig):
     memory_hidden: int = 128
     actor_architecture: PIDPolicy | None = None
 
-    PYTHON_ONLY: ClassVar[dict[str, str]] = {
-        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
-        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
-        "ajax.PPO(make_env(id, pid_error_fn=f), PPOConfig(actor_architecture=PIDPolicy()))",
-    }
+    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("PPO", "PPOConfig")
     eval_freq: int = 10_240
 
     RULES = {

@@ -25,9 +25,17 @@ class PPOState(flax.struct.PyTreeNode):
 def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOState:
     """Actor (Gaussian with a state-independent log-std, or Categorical) and a V critic, each
     with its own memory cell when ``config.memory`` is set."""
+    opt = OptimizerConfig(
+        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm, eps=1e-5
+    )
+    return init_state(config, key, env, total_updates, opt)
+
+
+def network_config(config: PPOConfig) -> NetworkConfig:
+    """CleanRL's PPO networks: orthogonal init (sqrt 2 hidden, 0.01 policy, 1.0 value heads),
+    a state-independent log-std at 0, two ``hidden`` layers of ``activation``."""
     arch = (str(config.hidden), config.activation, str(config.hidden), config.activation)
-    env_config = env_config_of(env, config.n_envs)
-    net = NetworkConfig(
+    return NetworkConfig(
         actor_architecture=arch if config.actor_architecture is None else config.actor_architecture,
         critic_architecture=arch,
         kernel_init="orthogonal(1.4142135623730951)",
@@ -38,19 +46,24 @@ def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOSt
         log_std_bounds=None,
         memory=config.memory_config,
     )
-    opt = OptimizerConfig(
-        learning_rate=config.learning_rate, max_grad_norm=config.max_grad_norm, eps=1e-5
-    )
+
+
+def init_state(config: PPOConfig, key, env, total_updates: int | None, opt: OptimizerConfig,
+               actor=None) -> PPOState:  # fmt: skip
+    """A PPO-family state on :func:`network_config` with ``opt`` for both networks; ``actor``
+    (a wrapped :func:`~ajax.networks.networks.actor_module`) replaces the plain actor."""
+    env_config = env_config_of(env, config.n_envs)
     actor_state, critic_state = get_initialized_actor_critic(
         key,
         env_config,
         opt,
         opt,
-        net,
+        network_config(config),
         continuous=env_config.continuous,
         action_value=False,
         num_critics=1,
         max_timesteps=total_updates if config.anneal_lr else None,
+        actor=actor,
     )
     return PPOState(actor_state, critic_state)
 
@@ -113,11 +126,13 @@ def advantages(config: PPOConfig, rollout: Rollout, v_final, v_last):
     )
 
 
-def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key):
+def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
+                     clip_grads=lambda grads: grads):  # fmt: skip
     """``num_epochs`` passes of ``num_minibatches`` Adam steps on ``loss_fn(params, mb)``.
 
     Every leaf of ``data`` leads with the axis minibatches split: samples (feedforward) or envs
-    (recurrent: each minibatch holds whole sequences)."""
+    (recurrent: each minibatch holds whole sequences). ``clip_grads`` maps the (actor, critic)
+    gradient pair before the optimisers see it (APO clips the pair's joint norm)."""
     n = jax.tree.leaves(data)[0].shape[0]
     mb_size = n // config.num_minibatches
 
@@ -130,6 +145,7 @@ def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key):
         def step(state, mb):
             params = (state.actor_state.params, state.critic_state.params)
             grads, metrics = jax.grad(lambda p: loss_fn(state, p, mb), has_aux=True)(params)
+            grads = clip_grads(grads)
             state = state.replace(
                 actor_state=state.actor_state.apply_gradients(grads[0]),
                 critic_state=state.critic_state.apply_gradients(grads[1]),
@@ -146,15 +162,22 @@ def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
     v = lambda obs: _v(state, state.critic_state.params, obs)
     adv = advantages(config, rollout, v(rollout.final_obs), v(last_obs))
+    return fit(config, state, rollout, adv, key)
+
+
+def fit(config: PPOConfig, state: PPOState, rollout: Rollout, adv, key, loss=ppo_loss,
+        clip_grads=lambda grads: grads):  # fmt: skip
+    """The minibatch epochs of a feedforward rollout with its advantages ``adv`` ([T, N]) on
+    ``loss(config, pi, v, mb)``: returns are ``adv + value``, samples flattened and shuffled."""
     data = Batch(rollout.obs, rollout.action, rollout.log_prob, rollout.value, adv,
                  adv + rollout.value)  # fmt: skip
     flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data)
 
     def loss_fn(state, params, mb: Batch):
         pi = _pi(state, params[0], mb.obs)
-        return ppo_loss(config, pi, _v(state, params[1], mb.obs), mb)
+        return loss(config, pi, _v(state, params[1], mb.obs), mb)
 
-    return minibatch_epochs(config, state, flat, loss_fn, key)
+    return minibatch_epochs(config, state, flat, loss_fn, key, clip_grads)
 
 
 def total_updates(config: PPOConfig, total_steps: int) -> int:

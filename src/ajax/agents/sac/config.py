@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.modules.pid_actor import PIDPolicy
+from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.training.config import OffPolicyConfig
-from ajax.validation import at_least, between, positive, require
+from ajax.validation import Rule, at_least, between, positive, require
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,8 @@ class SACConfig(OffPolicyConfig):
         actor_architecture: None (the MLP above), or a :class:`~ajax.modules.pid_actor.PIDPolicy`:
             the actor is then a PID controller with learned gains on the error terms a
             ``make_env(..., pid_error_fn=...)`` env puts first (spec 002; Python API only).
+        critic_norm: None, or "layernorm" after each critic hidden layer (RLPD's critic).
+            "batchrenorm" only where the update trains its statistics (CrossQ).
     """
 
     learning_rate: float = 3e-4
@@ -37,12 +39,11 @@ class SACConfig(OffPolicyConfig):
     target_entropy: float | None = None
     log_std_bounds: tuple[float, float] = (-20.0, 2.0)
     actor_architecture: PIDPolicy | None = None
+    critic_norm: str | None = None
 
-    PYTHON_ONLY: ClassVar[dict[str, str]] = {
-        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
-        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
-        "ajax.SAC(make_env(id, pid_error_fn=f), SACConfig(actor_architecture=PIDPolicy()))",
-    }
+    # Whether the update threads BatchRenorm's running statistics (CrossQ's joint batch does).
+    TRAINS_BATCH_STATS: ClassVar[bool] = False
+    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("SAC", "SACConfig")
 
     RULES = {
         "learning_rate": positive(),
@@ -51,6 +52,7 @@ class SACConfig(OffPolicyConfig):
         "num_critics": at_least(1),
         "hidden": positive(),
         "init_alpha": positive(),
+        "critic_norm": Rule(choices=("layernorm", "batchrenorm"), optional=True),
     }
 
     def relations(self) -> None:
@@ -62,4 +64,12 @@ class SACConfig(OffPolicyConfig):
             "log_std_bounds",
             "a pair (min, max) with min < max",
             "e.g. --log-std-bounds -20 2",
+        )
+        require(
+            self,
+            self.critic_norm != "batchrenorm" or self.TRAINS_BATCH_STATS,
+            "critic_norm",
+            f"None or 'layernorm': {type(self).__name__.removesuffix('Config')} cannot train "
+            "BatchRenorm's running statistics (only CrossQ's joint batch does)",
+            "use crossq for BatchRenorm critics, or --critic-norm layernorm",
         )

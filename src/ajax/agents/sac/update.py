@@ -27,21 +27,39 @@ class SACState(flax.struct.PyTreeNode):
 
 def init(config: SACConfig, key, env) -> SACState:
     """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble."""
+    opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
+    return init_state(config, key, env, network_config(config, critic_mlp(config)), opt, opt)
+
+
+def critic_mlp(config: SACConfig) -> tuple:
+    """``hidden`` x 2 ReLU, with the config's ``critic_norm`` after each hidden layer."""
+    norm = () if config.critic_norm is None else (config.critic_norm,)
+    return (str(config.hidden), *norm, "relu") * 2
+
+
+def network_config(config: SACConfig, critic_architecture: tuple) -> NetworkConfig:
+    """SAC's networks (lecun-normal layers, Dense log-std head at bias 0) around the given
+    critic MLP; the actor is ``hidden`` x 2 ReLU or the config's PID."""
     arch = (str(config.hidden), "relu", str(config.hidden), "relu")
-    net = NetworkConfig(
+    return NetworkConfig(
         **actor_network(config, arch),
-        critic_architecture=arch,
+        critic_architecture=critic_architecture,
         kernel_init="lecun_normal",
         critic_kernel_init="lecun_normal",
         log_std_init=0.0,
         log_std_bounds=config.log_std_bounds,
     )
-    opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
+
+
+def init_state(config: SACConfig, key, env, net: NetworkConfig, actor_opt: OptimizerConfig,
+               critic_opt: OptimizerConfig) -> SACState:  # fmt: skip
+    """A SAC-family state on ``net``: squashed actor, ``num_critics`` Qs with a target copy,
+    and the temperature at ``init_alpha`` (SAC, REDQ, CrossQ, ASAC)."""
     actor_state, critic_state = get_initialized_actor_critic(
         key,
         env_config_of(env),
-        opt,
-        opt,
+        actor_opt,
+        critic_opt,
         net,
         continuous=True,
         action_value=True,

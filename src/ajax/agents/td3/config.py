@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.modules.pid_actor import PIDPolicy
+from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.training.config import OffPolicyConfig
 from ajax.validation import at_least, between, nonnegative, positive
 
@@ -37,11 +37,7 @@ class TD3Config(OffPolicyConfig):
     hidden: int = 256
     actor_architecture: PIDPolicy | None = None
 
-    PYTHON_ONLY: ClassVar[dict[str, str]] = {
-        "actor_architecture": "takes a PIDPolicy, which needs an env built with "
-        "make_env(..., pid_error_fn=f): set it from Python, e.g. "
-        "ajax.TD3(make_env(id, pid_error_fn=f), TD3Config(actor_architecture=PIDPolicy()))",
-    }
+    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("TD3", "TD3Config")
 
     RULES = {
         "learning_rate": positive(),

@@ -1,0 +1,39 @@
+"""ASAC configuration (average-reward soft actor-critic; Adamczyk et al. 2025, BobMak/asac@4b68862)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ajax.agents.sac.config import SACConfig
+from ajax.modules.pid_actor import pid_python_only
+from ajax.validation import positive, require
+
+
+@dataclass(frozen=True)
+class ASACConfig(SACConfig):
+    """SAC for the average-reward criterion: no discount; the critics learn the differential
+    soft Q-function and a scalar ``rho`` the soft reward rate (docs/model_free.md M9).
+
+    Every other field is SAC's, with its SB3 defaults. Each critic's gradient is clipped to
+    ``max_grad_norm`` on its own (spec 002 ``clip_by_member_norm``; BobMak/asac darer/
+    Models.py:299-301 clips each member alone).
+
+    Attributes:
+        rho_lr: step size of the reward-rate estimate, rho += rho_lr * mean TD error (the
+            average-reward update of differential Q-learning, Wan et al. 2021, Eq. 6).
+        max_grad_norm: per-critic gradient-norm clip (None: off).
+    """
+
+    gamma: float = 1.0
+    rho_lr: float = 0.01
+    max_grad_norm: float | None = 10.0
+
+    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("ASAC", "ASACConfig")
+
+    RULES = {"rho_lr": positive(), "max_grad_norm": positive(optional=True)}
+
+    def relations(self) -> None:
+        super().relations()
+        require(self, self.gamma == 1.0, "gamma", "1.0: ASAC is undiscounted",
+                "drop gamma, or use SAC for a discounted return")  # fmt: skip
