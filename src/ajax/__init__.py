@@ -17,6 +17,8 @@ __version__ = "0.1.0"
 _AGENTS = {
     "SAC": ("ajax.agents.sac", "SAC"),
     "SACConfig": ("ajax.agents.sac", "SACConfig"),
+    "MCPretrain": ("ajax.agents.sac", "MCPretrain"),
+    "ExpertImitation": ("ajax.agents.sac", "ExpertImitation"),
     "TD3": ("ajax.agents.td3", "TD3"),
     "TD3Config": ("ajax.agents.td3", "TD3Config"),
     "PPO": ("ajax.agents.ppo", "PPO"),

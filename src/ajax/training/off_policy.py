@@ -35,12 +35,15 @@ class OffPolicyAgent(NamedTuple):
 
     ``init(key, env) -> agent_state``; ``act(agent_state, obs [N, O], key, deterministic) ->
     action [N, A]`` in agent units ([-1, 1] for boxes, int ids for discrete);
-    ``update(agent_state, batch: Transition, key) -> (agent_state, metrics dict)``.
+    ``update(agent_state, batch: Transition, key) -> (agent_state, metrics dict)``;
+    ``demonstrations(key, env) -> Transition`` (rows on a leading axis, or None): transitions
+    the replay starts with, drawn with the same key ``init`` gets (an expert's rollout).
     """
 
     init: Callable[..., Any]
     act: Callable[..., jax.Array]
     update: Callable[..., tuple[Any, dict]]
+    demonstrations: Callable[..., Transition | None] = lambda key, env: None
 
 
 class OffPolicyLoop(NamedTuple):
@@ -75,7 +78,11 @@ def make_off_policy(config: OffPolicyConfig, env, eval_env, agent: OffPolicyAgen
             terminated=jnp.zeros((), jnp.float32),
             next_obs=obs_example,
         )
-        return agent.init(k_agent, env), buffer.init(example)
+        buffer_state = buffer.init(example)
+        demos = agent.demonstrations(k_agent, env)
+        if demos is not None:
+            buffer_state = buffer.add(buffer_state, demos)
+        return agent.init(k_agent, env), buffer_state
 
     def explore(agent_state, obs, step, key):
         """Uniform random actions before ``learning_starts``, the policy's samples after."""

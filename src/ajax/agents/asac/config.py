@@ -29,7 +29,11 @@ class ASACConfig(SACConfig):
     rho_lr: float = 0.01
     max_grad_norm: float | None = 10.0
 
-    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("ASAC", "ASACConfig")
+    PRETRAINS: ClassVar[bool] = False  # its critic is differential, not a discounted return
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        **SACConfig.PYTHON_ONLY,
+        **pid_python_only("ASAC", "ASACConfig"),
+    }
 
     RULES = {"rho_lr": positive(), "max_grad_norm": positive(optional=True)}
 

@@ -33,6 +33,7 @@ class CrossQConfig(SACConfig):
     critic_norm: str | None = "batchrenorm"
 
     TRAINS_BATCH_STATS: ClassVar[bool] = True
+    PRETRAINS: ClassVar[bool] = False
     RULES = {"critic_hidden": positive(), "beta_1": between(0.0, 1.0, hi_open=True),
              "policy_delay": at_least(1)}  # fmt: skip
 

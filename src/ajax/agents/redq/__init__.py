@@ -6,6 +6,7 @@ from functools import partial
 
 from ajax.agents.redq import update
 from ajax.agents.redq.config import REDQConfig
+from ajax.agents.sac import guidance
 from ajax.training.host_loop import OffPolicyAlgorithm
 from ajax.training.off_policy import OffPolicyAgent
 
@@ -21,7 +22,10 @@ class REDQ(OffPolicyAlgorithm):
     def agent(self) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
-            init=partial(update.init, c), act=update.act, update=partial(update.update, c)
+            init=partial(update.init, c),
+            act=update.act,
+            update=partial(update.update, c),
+            demonstrations=partial(guidance.demonstrations, c.pretrain),
         )
 
 

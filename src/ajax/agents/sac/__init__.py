@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import partial
 
-from ajax.agents.sac import update
+from ajax.agents.sac import guidance, update
 from ajax.agents.sac.config import SACConfig
+from ajax.agents.sac.guidance import ExpertImitation, MCPretrain
 from ajax.training.host_loop import OffPolicyAlgorithm
 from ajax.training.off_policy import OffPolicyAgent
 
@@ -21,8 +22,11 @@ class SAC(OffPolicyAlgorithm):
     def agent(self) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
-            init=partial(update.init, c), act=update.act, update=partial(update.update, c)
+            init=partial(update.init, c),
+            act=update.act,
+            update=partial(update.update, c),
+            demonstrations=partial(guidance.demonstrations, c.pretrain),
         )
 
 
-__all__ = ["SAC", "SACConfig"]
+__all__ = ["SAC", "SACConfig", "ExpertImitation", "MCPretrain"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ajax.agents.sac.guidance import ExpertImitation, MCPretrain
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.training.config import OffPolicyConfig
 from ajax.validation import Rule, at_least, between, positive, require
@@ -28,6 +29,11 @@ class SACConfig(OffPolicyConfig):
             ``make_env(..., pid_error_fn=...)`` env puts first (spec 002; Python API only).
         critic_norm: None, or "layernorm" after each critic hidden layer (RLPD's critic).
             "batchrenorm" only where the update trains its statistics (CrossQ).
+        pretrain: None, or an :class:`~ajax.agents.sac.guidance.MCPretrain`: before learning,
+            fit the critics on a known expert's Monte-Carlo returns and clone its actions into
+            the actor (spec 002's expert guidance; Python API only, JAX envs only).
+        imitation: None, or an :class:`~ajax.agents.sac.guidance.ExpertImitation`: the actor
+            loss gains a fading pull toward an expert's actions (Python API only).
     """
 
     learning_rate: float = 3e-4
@@ -40,10 +46,20 @@ class SACConfig(OffPolicyConfig):
     log_std_bounds: tuple[float, float] = (-20.0, 2.0)
     actor_architecture: PIDPolicy | None = None
     critic_norm: str | None = None
+    pretrain: MCPretrain | None = None
+    imitation: ExpertImitation | None = None
 
     # Whether the update threads BatchRenorm's running statistics (CrossQ's joint batch does).
     TRAINS_BATCH_STATS: ClassVar[bool] = False
-    PYTHON_ONLY: ClassVar[dict[str, str]] = pid_python_only("SAC", "SACConfig")
+    # Whether init fits an MCPretrain (a discounted Q ensemble without running statistics).
+    PRETRAINS: ClassVar[bool] = True
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        **pid_python_only("SAC", "SACConfig"),
+        "pretrain": "takes an MCPretrain around an expert function: set it from Python, e.g. "
+        "ajax.SAC('Pendulum-v1', SACConfig(pretrain=MCPretrain(expert=f)))",
+        "imitation": "takes an ExpertImitation around an expert function: set it from Python, "
+        "e.g. ajax.SAC('Pendulum-v1', SACConfig(imitation=ExpertImitation(expert=f)))",
+    }
 
     RULES = {
         "learning_rate": positive(),
@@ -72,4 +88,12 @@ class SACConfig(OffPolicyConfig):
             f"None or 'layernorm': {type(self).__name__.removesuffix('Config')} cannot train "
             "BatchRenorm's running statistics (only CrossQ's joint batch does)",
             "use crossq for BatchRenorm critics, or --critic-norm layernorm",
+        )
+        require(
+            self,
+            self.pretrain is None or self.PRETRAINS,
+            "pretrain",
+            f"None: {type(self).__name__.removesuffix('Config')} does not fit an MCPretrain "
+            "(it needs SAC's discounted critics without running statistics)",
+            "use ajax.SAC or ajax.REDQ for MC pretraining",
         )

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ajax.agents.sac import losses
+from ajax.agents.sac import guidance, losses
 from ajax.agents.sac.config import SACConfig
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
@@ -26,9 +26,13 @@ class SACState(flax.struct.PyTreeNode):
 
 
 def init(config: SACConfig, key, env) -> SACState:
-    """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble."""
+    """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble; fitted
+    to the config's expert first when it sets ``pretrain``."""
     opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
-    return init_state(config, key, env, network_config(config, critic_mlp(config)), opt, opt)
+    state = init_state(config, key, env, network_config(config, critic_mlp(config)), opt, opt)
+    if config.pretrain is not None:
+        state, _ = guidance.pretrain(config.pretrain, state, env, key, config.gamma)
+    return state
 
 
 def critic_mlp(config: SACConfig) -> tuple:
@@ -97,16 +101,19 @@ def policy_step(config, state: SACState, critic: LoadedTrainState, obs, action_d
     """One actor step on E[alpha log pi - reduce_q(Q(s, a))] (Eq. 7), then one temperature step
     (Eq. 18) on the same samples' log-probs; ``critic`` is the one the actor reads.
 
-    Shared by SAC (min, updated critics), REDQ (mean, critics before their update) and CrossQ
-    (min, evaluation-mode BatchRenorm critics).
+    Shared by SAC (min, updated critics), REDQ (mean, critics before their update), CrossQ
+    (min, evaluation-mode BatchRenorm critics) and ASAC; the config's ``imitation`` adds its
+    fading pull toward an expert (:func:`~ajax.agents.sac.guidance.imitation_loss`).
     """
     actor, alpha = state.actor_state, jnp.exp(state.log_alpha)
 
     def actor_fn(params):
-        a, logp = losses.sample_action(actor.apply_fn({"params": params}, obs), key)
-        q = predict_value(critic, critic.params, action_value_input(obs, a))
-        loss, metrics = losses.actor_loss(reduce_q(q), logp, alpha)
-        return loss, (metrics, logp)
+        pi = actor.apply_fn({"params": params}, obs)
+        a, logp = losses.sample_action(pi, key)
+        q_pi = reduce_q(predict_value(critic, critic.params, action_value_input(obs, a)))
+        loss, metrics = losses.actor_loss(q_pi, logp, alpha)
+        bc, bc_metrics = guidance.imitation_loss(config.imitation, actor.step, pi, obs, q_pi)
+        return loss + bc, ({**metrics, **bc_metrics}, logp)
 
     (_, (a_metrics, logp)), grads = jax.value_and_grad(actor_fn, has_aux=True)(actor.params)
     alpha_grad, t_metrics = jax.grad(losses.temperature_loss, has_aux=True)(
