@@ -67,14 +67,14 @@ class Stop(Exception):
     """The simulated interruption."""
 
 
-# sac and tdmpc2: ~195 CPU s each on the loaded dev machine (three executes, each compiles);
-# dreamerv3 (~60 s idle) stays in the default run: it also checks the online queue.
+# Each ~175-195 CPU s (three executes, each compiles), so all slow: the default run's bitwise
+# resume check is SAC's in tests/training/test_integrity.py (resume over a damaged file).
 @pytest.mark.parametrize(
     "agent",
     [
         pytest.param("sac", marks=pytest.mark.slow),
         pytest.param("tdmpc2", marks=pytest.mark.slow),
-        "dreamerv3",
+        pytest.param("dreamerv3", marks=pytest.mark.slow),
     ],
 )
 def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
