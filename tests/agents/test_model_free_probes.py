@@ -98,6 +98,23 @@ def test_ppo_probe_learns_value_and_greedy_action():
     assert float(result.metrics["eval_return"][-1]) == 1.0
 
 
+def test_ppo_continuous_probe_learns_the_best_action():
+    """PPO's Gaussian path on the continuous probe (reward -(a - 0.5)^2): the mean moves to
+    0.5, the state-independent std shrinks from 1, and V(s) follows the expected reward."""
+    config = PPOConfig(n_envs=8, n_steps=16, hidden=16, learning_rate=3e-3, ent_coef=0.0,
+                       eval_freq=1280)  # fmt: skip
+    algo = PPO(env=continuous_probe(), config=config)
+    result = algo.train(seed=0, total_steps=12_800)
+    state = result.state.agent
+    greedy = algo.agent_act()(state, OBS, jax.random.PRNGKey(0), True)
+    np.testing.assert_allclose(float(greedy[0, 0]), 0.5, atol=0.05)
+    pi = state.actor_state.apply_fn({"params": state.actor_state.params}, OBS)
+    std = float(pi.stddev()[0, 0])
+    assert std < 0.5, std
+    # E[-(a - 0.5)^2] = -std^2 at the optimal mean
+    np.testing.assert_allclose(float(state_value(state, OBS, None)[0]), -(std**2), atol=0.05)
+
+
 def test_avg_probe_learns_scaled_q_and_greedy_action():
     """AVG on the continuous probe, one update per step: sigma Q(s, a) = r(a) (its critic
     learns in units of the TD scale sigma) near the policy, and tanh(mean) ~ 0.5.

@@ -124,6 +124,28 @@ class NormalizeObservation(Wrapper):
         )
 
 
+def pooled_moments(moments: ObsMoments) -> ObsMoments:
+    """One set of moments from per-env ones stacked on leading axes (a vmapped wrapper keeps
+    one per env): their merge, mean = sum_i w_i m_i and var = sum_i w_i (v_i + (m_i - mean)^2)
+    with w_i the count shares (Chan et al.'s merge of all of them at once)."""
+    lead = tuple(range(moments.mean.ndim - 1))
+    if not lead:
+        return moments
+    w = (moments.count / moments.count.sum(lead))[..., None]
+    mean = (w * moments.mean).sum(lead)
+    var = (w * (moments.var + (moments.mean - mean) ** 2)).sum(lead)
+    return ObsMoments(mean=mean, var=var, count=moments.count.sum(lead))
+
+
+def reset_for_eval(env: JaxEnv, key: jax.Array, moments: ObsMoments | None) -> TimeStep:
+    """``env.reset``, or, for a :class:`NormalizeObservation` env given the training moments,
+    :meth:`NormalizeObservation.reset_frozen` with them: evaluation normalises as training
+    did at that point and leaves the moments alone."""
+    if moments is not None and isinstance(env, NormalizeObservation):
+        return env.reset_frozen(key, moments)
+    return env.reset(key)
+
+
 def obs_moments(state: Any) -> ObsMoments | None:
     """The moments of the (outermost) :class:`NormalizeObservation` in an env state, if any."""
     is_norm = lambda node: isinstance(node, ObsNormState)

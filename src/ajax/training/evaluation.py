@@ -32,8 +32,9 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
 
     @jax.jit
     @jax.vmap
-    def run(agent_state, key):
-        return evaluate(algo.eval_env, policy, agent_state, key, episodes)
+    def run(agent_state, env_state, key):
+        return evaluate(algo.eval_env, policy, agent_state, key, episodes, env_state)
 
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
-    return np.asarray(run(state.agent, eval_keys)).tolist()
+    env_state = getattr(state, "env_state", None)  # the training env's: its obs moments
+    return np.asarray(run(state.agent, env_state, eval_keys)).tolist()

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
+from ajax.environments.host_wrappers import HostNormalizeObservation
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.loop import Tick
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
@@ -93,6 +94,8 @@ class HostRun:
         )
 
     def evaluate(self, agent_states, key) -> np.ndarray:
+        if isinstance(self.eval_env, HostNormalizeObservation):  # normalise as training does
+            self.eval_env.moments, self.eval_env.frozen = self.env.moments, True
         return host_evaluate(
             self.eval_env,
             self._act,

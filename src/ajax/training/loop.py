@@ -30,6 +30,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from ajax.environments.normalize import obs_moments, pooled_moments, reset_for_eval
 from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
 
 
@@ -202,16 +203,20 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
     return Loop(init, run_chunk, per_chunk * n)
 
 
-def evaluate(env, policy: Policy, agent_state, key, episodes: int) -> jax.Array:
+def evaluate(env, policy: Policy, agent_state, key, episodes: int, train_env_state=None):
     """Mean undiscounted return of ``episodes`` parallel deterministic episodes.
 
     Each env copy runs until its first episode ends (or ``max_episode_steps``); rewards after
-    that are masked, so auto-reset never leaks a second episode into the score.
+    that are masked, so auto-reset never leaks a second episode into the score. When the
+    training env normalises observations, ``train_env_state`` (its state) gives the moments
+    evaluation normalises with, frozen (:func:`~ajax.environments.normalize.reset_for_eval`).
     """
     if env.spec.max_episode_steps is None:
         raise ValueError(f"{env.spec.env_id} has no time limit: evaluation needs max_episode_steps")
     k_reset, k_run = jax.random.split(key)
-    ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
+    moments = obs_moments(train_env_state)
+    moments = None if moments is None else pooled_moments(moments)
+    ts = jax.vmap(lambda k: reset_for_eval(env, k, moments))(jax.random.split(k_reset, episodes))
 
     def step(c, k):
         tick, carry, env_state, ret, alive = c
@@ -243,7 +248,9 @@ def end_of_chunk(state, metrics: dict, eval_env, policy: Policy, episodes: int):
     key, k_eval = jax.random.split(state.key)
     record = {
         "step": state.step,
-        "eval_return": evaluate(eval_env, policy, state.agent, k_eval, episodes),
+        "eval_return": evaluate(
+            eval_env, policy, state.agent, k_eval, episodes, getattr(state, "env_state", None)
+        ),
         "train_return": state.episodes.last_return_mean(),
         **metrics,
     }
