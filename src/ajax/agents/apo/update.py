@@ -51,7 +51,7 @@ def apo_loss(config: APOConfig, pi, v, mb: ppo.Batch):
 def update(config: APOConfig, state: APOState, rollout: Rollout, last_obs, key):
     """rho from this rollout, GAE (gamma 1) on r - rho, PPO's epochs on :func:`apo_loss`."""
     rho = losses.reward_rate_estimate(state.rho, rollout.reward, config.rho_step)
-    v = lambda obs: ppo._v(state, state.critic_state.params, obs)
+    v = lambda obs: ppo.value_of(state, state.critic_state.params, obs)
     differential = rollout._replace(reward=rollout.reward - rho)
     adv = ppo.advantages(config, differential, v(rollout.final_obs), v(last_obs))
     clip = optax.clip_by_global_norm(config.max_grad_norm)

@@ -72,7 +72,8 @@ def _pi(state: PPOState, params, obs):
     return state.actor_state.apply_fn({"params": params}, obs)
 
 
-def _v(state: PPOState, params, obs):
+def value_of(state: PPOState, params, obs):
+    """V(obs) of a feedforward critic under ``params``, the leading member dropped: (...,)."""
     return predict_value(state.critic_state, params, obs)[0, ..., 0]
 
 
@@ -85,7 +86,7 @@ def act(state: PPOState, obs, key, deterministic: bool):
 def sample(state: PPOState, obs, key):
     pi = _pi(state, state.actor_state.params, obs)
     action, log_prob = pi.sample_and_log_prob(seed=key)
-    return action, log_prob, _v(state, state.critic_state.params, obs)
+    return action, log_prob, value_of(state, state.critic_state.params, obs)
 
 
 class Batch(NamedTuple):
@@ -160,7 +161,7 @@ def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
 
 def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
-    v = lambda obs: _v(state, state.critic_state.params, obs)
+    v = lambda obs: value_of(state, state.critic_state.params, obs)
     adv = advantages(config, rollout, v(rollout.final_obs), v(last_obs))
     return fit(config, state, rollout, adv, key)
 
@@ -175,7 +176,7 @@ def fit(config: PPOConfig, state: PPOState, rollout: Rollout, adv, key, loss=ppo
 
     def loss_fn(state, params, mb: Batch):
         pi = _pi(state, params[0], mb.obs)
-        return loss(config, pi, _v(state, params[1], mb.obs), mb)
+        return loss(config, pi, value_of(state, params[1], mb.obs), mb)
 
     return minibatch_epochs(config, state, flat, loss_fn, key, clip_grads)
 
