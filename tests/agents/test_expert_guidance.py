@@ -100,6 +100,8 @@ def test_pretrain_refusals():
         ASACConfig(pretrain=guide)
     with pytest.raises(ValueError, match="MCPretrain.expert must be a function"):
         MCPretrain(expert=None)
+    with pytest.raises(ValueError, match="lower MCPretrain.rollout_steps or raise buffer_size"):
+        SACConfig(buffer_size=1_000, pretrain=guide)
     with pytest.raises(ValueError, match="ExpertImitation.expert must be a function"):
         ExpertImitation(expert=3)
     with pytest.raises(ValueError, match="needs a JAX env"):

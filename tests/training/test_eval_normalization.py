@@ -69,7 +69,7 @@ def test_host_evaluation_takes_the_training_moments():
                        eval_episodes=1)  # fmt: skip
     algo = SAC("gymnasium:Pendulum-v1", config, normalize_obs=True)
     run = algo.host_run(20, [0])
-    run.run_chunk()
+    run.evaluate(run.state.agent, jax.random.PRNGKey(0))  # the reset already moved the moments
     assert run.eval_env.frozen
     np.testing.assert_array_equal(run.eval_env.moments.mean, run.env.moments.mean)
-    assert float(run.env.moments.count) > 20
+    assert float(run.env.moments.count) >= 1

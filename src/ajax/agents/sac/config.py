@@ -97,3 +97,11 @@ class SACConfig(OffPolicyConfig):
             "(it needs SAC's discounted critics without running statistics)",
             "use ajax.SAC or ajax.REDQ for MC pretraining",
         )
+        require(
+            self,
+            self.pretrain is None or self.pretrain.rollout_steps * self.n_envs <= self.buffer_size,
+            "pretrain",
+            "an expert rollout that fits the replay (its rows seed it): rollout_steps x n_envs "
+            f"<= buffer_size = {self.buffer_size}",
+            "lower MCPretrain.rollout_steps or raise buffer_size",
+        )
