@@ -1,4 +1,4 @@
-"""Env steps per second of SAC, DQN, PQN and CrossQ: Ajax beside rejax and sbx, same settings.
+"""Env steps per second of SAC, TD3, PPO, DQN, PQN and CrossQ: Ajax beside rejax and sbx, same settings.
 
 Each agent's settings are listed above its functions; for SAC, shared by all three: 1 env, one gradient step per env step (UTD 1), batch 256,
 256 x 256 ReLU MLPs for actor and twin critics, Adam at 3e-4, target EMA rate 0.005,
@@ -17,7 +17,7 @@ rejax's critic target does not bootstrap through Pendulum's time limit (it only 
 
 Usage (needs the ``bench`` extra, torch's CPU wheel first, see pyproject.toml)::
 
-    python benchmarks/model_free_speed.py [--agents sac,dqn,pqn,crossq] [--steps N]
+    python benchmarks/model_free_speed.py [--agents sac,td3,ppo,dqn,pqn,crossq] [--steps N]
 
 A framework that is not installed or fails is reported as such and left out of the ratios.
 """
@@ -152,6 +152,70 @@ def sbx_sac(steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
+# --------------------------------------------------------------------------- TD3, PPO
+# TD3 on Pendulum-v1: 1 env, UTD 1, batch 256, 64 x 64 ReLU actor and twin critics (rejax 0.1.3
+# builds TD3's networks at 64 x 64 whatever it is given), Adam 3e-4, target EMA 0.005, policy
+# delay 2, exploration noise 0.1, target noise 0.2 clipped at 0.5.
+TD3_HIDDEN = 64
+
+
+def ajax_td3(steps: int) -> float:
+    from ajax.agents.td3 import TD3, TD3Config
+
+    config = TD3Config(
+        learning_rate=LEARNING_RATE, tau=TAU, gamma=GAMMA, hidden=TD3_HIDDEN, batch_size=BATCH,
+        learning_starts=LEARNING_STARTS, train_freq=1, gradient_steps=1, buffer_size=steps,
+        eval_freq=steps, eval_episodes=1,
+    )  # fmt: skip
+    return steps / _time_compiled(TD3(env="Pendulum-v1", config=config).make_train(steps))
+
+
+def rejax_td3(steps: int) -> float:
+    from rejax import TD3 as RejaxTD3
+
+    env = FiveTuplePendulum()
+    algo = RejaxTD3.create(
+        env=env, env_params=env.default_params, num_envs=1, num_epochs=1, total_timesteps=steps,
+        eval_freq=steps, skip_initial_evaluation=True, buffer_size=steps,
+        fill_buffer=LEARNING_STARTS, batch_size=BATCH, learning_rate=LEARNING_RATE, gamma=GAMMA,
+        polyak=1.0 - TAU, target_update_freq=1, policy_delay=2, exploration_noise=0.1,
+        target_noise=0.2, target_noise_clip=0.5, actor_kwargs={"activation": "relu"},
+        critic_kwargs={"activation": "relu"},
+    )  # fmt: skip
+    return steps / _time_compiled(algo.replace(eval_callback=_one_episode_eval(env)).train)
+
+
+# PPO on CartPole-v1: 16 envs x 128 steps per rollout, 4 epochs x 4 minibatches, 64 x 64 tanh
+# actor and critic, Adam 2.5e-4 (constant), clip 0.2, entropy 0.01, value 0.5, grad norm 0.5.
+PPO_SET = dict(n_envs=16, n_steps=128, num_epochs=4, num_minibatches=4, lr=2.5e-4)
+
+
+def ajax_ppo(steps: int) -> float:
+    from ajax.agents.ppo import PPO, PPOConfig
+
+    config = PPOConfig(
+        n_envs=PPO_SET["n_envs"], n_steps=PPO_SET["n_steps"], num_epochs=PPO_SET["num_epochs"],
+        num_minibatches=PPO_SET["num_minibatches"], learning_rate=PPO_SET["lr"], anneal_lr=False,
+        eval_freq=steps, eval_episodes=1,
+    )  # fmt: skip
+    return steps / _time_compiled(PPO(env="CartPole-v1", config=config).make_train(steps))
+
+
+def rejax_ppo(steps: int) -> float:
+    from rejax import PPO as RejaxPPO
+
+    env = FiveTupleCartPole()
+    algo = RejaxPPO.create(
+        env=env, env_params=env.default_params, num_envs=PPO_SET["n_envs"],
+        num_steps=PPO_SET["n_steps"], num_epochs=PPO_SET["num_epochs"],
+        num_minibatches=PPO_SET["num_minibatches"], learning_rate=PPO_SET["lr"],
+        max_grad_norm=0.5, gamma=GAMMA, gae_lambda=0.95, clip_eps=0.2, ent_coef=0.01,
+        vf_coef=0.5, total_timesteps=steps, eval_freq=steps, skip_initial_evaluation=True,
+        agent_kwargs={"activation": "tanh"},
+    )  # fmt: skip
+    return steps / _time_compiled(algo.replace(eval_callback=_one_episode_eval(env)).train)
+
+
 # --------------------------------------------------------------------------- DQN, PQN, CrossQ
 # DQN on CartPole-v1: 1 env, one update per env step, batch 64, 64 x 64 ReLU, Adam 1e-3, clip
 # 10, double-DQN target, target EMA 0.01 after every update, epsilon 1 -> 0.05 over 10% of the run.
@@ -261,11 +325,20 @@ def sbx_crossq(steps: int) -> float:
 
 BENCHES = {
     "sac": (("ajax", ajax_sac), ("rejax", rejax_sac), ("sbx", sbx_sac)),
+    "td3": (("ajax", ajax_td3), ("rejax", rejax_td3)),
+    "ppo": (("ajax", ajax_ppo), ("rejax", rejax_ppo)),
     "dqn": (("ajax", ajax_dqn), ("rejax", rejax_dqn)),
     "pqn": (("ajax", ajax_pqn), ("rejax", rejax_pqn)),
     "crossq": (("ajax", ajax_crossq), ("sbx", sbx_crossq)),
 }
-DEFAULT_STEPS = {"sac": 5_000, "dqn": 20_000, "pqn": 262_144, "crossq": 3_000}
+DEFAULT_STEPS = {
+    "sac": 5_000,
+    "td3": 10_000,
+    "ppo": 262_144,
+    "dqn": 20_000,
+    "pqn": 262_144,
+    "crossq": 3_000,
+}
 
 
 def main() -> None:
