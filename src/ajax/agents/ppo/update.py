@@ -127,6 +127,15 @@ def advantages(config: PPOConfig, rollout: Rollout, v_final, v_last):
     )
 
 
+def final_values(v, rollout: Rollout):
+    """V at every step's true last observation, [T, N]: :func:`advantages` reads it only where
+    a time limit cut an episode, so a rollout without a cut skips the critic pass (a real
+    branch for one seed; vmapped seeds compute both sides, as before)."""
+    return jax.lax.cond(
+        rollout.truncated.any(), lambda: v(rollout.final_obs), lambda: jnp.zeros_like(rollout.value)
+    )
+
+
 def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
                      clip_grads=lambda grads: grads):  # fmt: skip
     """``num_epochs`` passes of ``num_minibatches`` Adam steps on ``loss_fn(params, mb)``.
@@ -162,7 +171,7 @@ def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
 def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
     v = lambda obs: value_of(state, state.critic_state.params, obs)
-    adv = advantages(config, rollout, v(rollout.final_obs), v(last_obs))
+    adv = advantages(config, rollout, final_values(v, rollout), v(last_obs))
     return fit(config, state, rollout, adv, key)
 
 
