@@ -196,28 +196,32 @@ def _fit(loss_fn, params, n_updates: int, lr: float, batch_size: int, data: tupl
     return params, jax.tree.map(lambda m: m[-1], metrics)
 
 
+def _expert_rollout(guide: MCPretrain, key, env):
+    """The expert rollout drawn from the agent's init ``key`` (the same one for :func:`pretrain`
+    and :func:`demonstrations`) and ``flat``, which maps its ``[T]`` or ``[T, N]`` leading axes
+    (one unbatched env, or a batch) onto the rows of a fit or a replay."""
+    _check_jax_env(env)
+    d = collect_expert(guide, env, _keys(key)[0])
+    lead = d.reward.ndim
+    return d, lambda x: x.reshape(-1, *x.shape[lead:])
+
+
 def demonstrations(guide: MCPretrain | None, key, env):
     """The expert rollout :func:`pretrain` fits (same ``key``) as replay transitions, so that TD
     learning keeps seeing the expert's actions (as SACfD's demonstration buffer does)."""
     if guide is None:
         return None
-    _check_jax_env(env)
-    d = collect_expert(guide, env, _keys(key)[0])
-    lead = d.reward.ndim
-    flat = lambda x: x.reshape(-1, *x.shape[lead:])  # noqa: E731
+    d, flat = _expert_rollout(guide, key, env)
     return Transition(flat(d.obs), flat(d.action), flat(d.reward).astype(jnp.float32),
                       flat(d.terminated).astype(jnp.float32), flat(d.final_obs))  # fmt: skip
 
 
 def pretrain(guide: MCPretrain, state, env, key, gamma: float):
-    """``state`` (a :class:`~ajax.agents.sac.update.SACState` built from ``key``) with critics, their targets and
-    the actor fitted to the expert, and the fits' last metrics: ``(state, metrics)``."""
-    _check_jax_env(env)
-    k_data, k_fit = _keys(key)
-    d = collect_expert(guide, env, k_data)
+    """``state`` (a :class:`~ajax.agents.sac.update.SACState` built from ``key``) with critics,
+    their targets and the actor fitted to the expert, and the fits' last metrics."""
+    d, flat = _expert_rollout(guide, key, env)
+    k_fit = _keys(key)[1]
     critic, actor = state.critic_state, state.actor_state
-    lead = d.reward.ndim  # [T] or [T, N]: the env may be one unbatched env
-    flat = lambda x: x.reshape(-1, *x.shape[lead:])  # noqa: E731 - rows of the fits
     x = flat(action_value_input(d.obs, d.action))
     bootstrap = jnp.zeros_like(d.reward)
     params, metrics = critic.params, {}
@@ -241,7 +245,7 @@ def pretrain(guide: MCPretrain, state, env, key, gamma: float):
         critic_state=critic.replace(params=params, opt_state=critic.tx.init(params)).with_target(),
         actor_state=actor.replace(params=actor_params, opt_state=actor.tx.init(actor_params)),
     )
-    return state, {**metrics, "pretrain_expert_return_mean": _episode_return(d)}
+    return state, metrics
 
 
 def imitation_loss(guide: ExpertImitation | None, actor_step, pi, obs, q_pi):
@@ -266,17 +270,3 @@ def _check_jax_env(env) -> None:
             f"MCPretrain rolls its expert out inside jit and needs a JAX env; {env!r} is a host "
             "env: pick a JAX-native env id (e.g. Pendulum-v1) or drop pretrain"
         )
-
-
-def _episode_return(d: ExpertData):
-    """Mean undiscounted return of the expert's complete episodes (NaN if none ended)."""
-    done = d.terminated | d.truncated
-
-    def running(acc, x):
-        r, end = x
-        acc = acc + r
-        return jnp.where(end, 0.0, acc), acc
-
-    _, ret = jax.lax.scan(running, jnp.zeros_like(d.reward[0]), (d.reward, done))
-    n = done.sum()
-    return jnp.where(n > 0, jnp.sum(jnp.where(done, ret, 0.0)) / jnp.maximum(n, 1), jnp.nan)
