@@ -145,7 +145,6 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "pqn", "--env", "CartPole-v1", "--buffer-size", "10"], "pqn has no replay"),
         (["train", "sac", "--actor-architecture", "pid"], "set it from Python"),
         (["train", "ppo", "--memory", "rnn"], "memory"),
-        (["train", "ppo", "--memory", "gru", "--env", "gymnasium:CartPole-v1"], "JAX envs only"),
         (["train", "sac", "--env", "Pendulum-v2"], "did you mean 'Pendulum-v1'"),
         (["train", "sac", "--env", "CartPole-v1"], "needs a continuous action space"),
         (["train", "td3", "--env", "CartPole-v1"], "needs a continuous action space"),

@@ -25,6 +25,8 @@ _AGENTS = {
     "DQN": ("ajax.agents.dqn", "DQN"),
     "DQNConfig": ("ajax.agents.dqn", "DQNConfig"),
     "PQN": ("ajax.agents.pqn", "PQN"),
+    "UDRL": ("ajax.agents.udrl", "UDRL"),
+    "UDRLConfig": ("ajax.agents.udrl", "UDRLConfig"),
     "PQNConfig": ("ajax.agents.pqn", "PQNConfig"),
     "REDQ": ("ajax.agents.redq", "REDQ"),
     "REDQConfig": ("ajax.agents.redq", "REDQConfig"),

@@ -32,9 +32,10 @@ def _agents() -> dict[str, type]:
     from ajax.agents.redq import REDQ
     from ajax.agents.sac import SAC
     from ajax.agents.td3 import TD3
+    from ajax.agents.udrl import UDRL
 
     agents = {"sac": SAC, "td3": TD3, "ppo": PPO, "dqn": DQN, "pqn": PQN, "redq": REDQ,
-              "crossq": CrossQ, "asac": ASAC, "apo": APO, "avg": AVG}  # fmt: skip
+              "crossq": CrossQ, "asac": ASAC, "apo": APO, "avg": AVG, "udrl": UDRL}  # fmt: skip
     try:
         from ajax.agents.tdmpc2 import TDMPC2
 

@@ -70,5 +70,7 @@ def make_gymnax(name: str, max_episode_steps: int | None = None, **env_kwargs) -
         action_space=_action_space(env.action_space(params)),
         max_episode_steps=limit,
         dt=float(params.dt) if hasattr(params, "dt") else None,
+        # MinAtar's (10, 10, C) channel images; flat_f32 keeps their NHWC order.
+        image_shape=tuple(obs_shape) if len(obs_shape) == 3 else None,
     )
     return SimEnv(GymnaxSimulator(env, params), spec)

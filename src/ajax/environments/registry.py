@@ -17,6 +17,7 @@ from typing import Any
 import jax
 
 from ajax.environments.core import SimEnv
+from ajax.environments.expert_action import ExpertActionWrapper
 from ajax.environments.host import make_dmc, make_gymnasium
 from ajax.environments.host_wrappers import HostNormalizeObservation, HostRescaleAction
 from ajax.environments.normalize import NormalizeObservation
@@ -60,6 +61,8 @@ class EnvConfig:
       pid_error_fn: prepend the PID error terms of this function of the raw observation
         (:class:`~ajax.environments.pid_terms.PIDTermsWrapper`; JAX envs only).
       pid_dt: the PID terms' step duration; default: the spec's ``dt``.
+      expert_action_fn: prepend this expert's action (agent units) for each raw observation
+        (:class:`~ajax.environments.expert_action.ExpertActionWrapper`; JAX envs only).
       backend: brax only: the physics pipeline (default ``generalized``).
       config_overrides: playground only: merged over ``{"impl": "jax"}``.
     """
@@ -72,6 +75,7 @@ class EnvConfig:
     max_episode_steps: int | None = None
     pid_error_fn: Callable[[jax.Array], jax.Array] | None = None
     pid_dt: float | None = None
+    expert_action_fn: Callable[[jax.Array], jax.Array] | None = None
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
@@ -83,6 +87,8 @@ class EnvConfig:
             raise ValueError(f"config_overrides= is a playground option, not for {family}")
         if self.pid_error_fn is not None and family in HOST_FAMILIES:
             raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
+        if self.expert_action_fn is not None and family in HOST_FAMILIES:
+            raise ValueError("expert_action_fn= needs a JAX env; host envs do not support it")
         if self.pid_dt is not None and self.pid_error_fn is None:
             raise ValueError("pid_dt= needs pid_error_fn=")
         if self.n_envs is not None and (not isinstance(self.n_envs, int) or self.n_envs < 1):
@@ -187,6 +193,8 @@ def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
         env = ActionRepeat(env, config.action_repeat)
     if config.pid_error_fn is not None:
         env = PIDTermsWrapper(env, config.pid_error_fn, config.pid_dt)
+    if config.expert_action_fn is not None:
+        env = ExpertActionWrapper(env, config.expert_action_fn)
     if config.episode_stats:
         env = EpisodeStatistics(env)
     if config.rescale_actions:

@@ -93,6 +93,8 @@ class EnvSpec:
         ``None`` for a single unbatched env.
       raw_obs_prefix: leading observation entries that observation normalisers must leave raw
         (the PID error terms of :class:`~ajax.environments.pid_terms.PIDTermsWrapper`).
+      image_shape: ``(H, W, C)`` when the flat observation is an image (gymnax MinAtar's channel
+        images), packed first in NHWC order; networks then encode it with convolutions.
     """
 
     env_id: str
@@ -103,6 +105,7 @@ class EnvSpec:
     dt: float | None = None
     n_envs: int | None = None
     raw_obs_prefix: int = 0
+    image_shape: tuple[int, int, int] | None = None
 
     @property
     def obs_dim(self) -> int:

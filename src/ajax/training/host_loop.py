@@ -20,7 +20,7 @@ import numpy as np
 from ajax.environments import make_env
 from ajax.environments.host_wrappers import HostNormalizeObservation
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.loop import Tick
+from ajax.training.loop import Policy, Tick
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
@@ -36,22 +36,30 @@ class HostLearnerState(flax.struct.PyTreeNode):
     step: jax.Array
 
 
-def host_evaluate(env, act, agent_states, keys, n_seeds: int) -> np.ndarray:
-    """Mean return of one episode on each of ``env``'s simulators, per seed (deterministic)."""
+def host_evaluate(env, policy: Policy, act, agent_states, keys, n_seeds: int) -> np.ndarray:
+    """Mean return of one deterministic episode on each of ``env``'s simulators, per seed.
+
+    ``act`` is the jitted ``policy.act``; the policy's carry starts fresh (every simulator is at
+    an episode start) and follows the ticks, so planners and recurrent policies act as in the
+    JAX evaluation.
+    """
     returns = []
+    n = env.spec.n_envs
     for s in range(n_seeds):
         agent_s = jax.tree.map(lambda x: x[s], agent_states)
         ts = env.reset(seed=10_000 + s)
-        obs, ret = ts.obs, np.zeros(env.spec.n_envs)
-        alive = np.ones(env.spec.n_envs, bool)
-        key = keys[s]
+        obs, ret, reward = ts.obs, np.zeros(n), np.zeros(n, np.float32)
+        alive, first = np.ones(n, bool), np.ones(n, bool)
+        key, carry = keys[s], policy.init(n)
         for _ in range(env.spec.max_episode_steps):
             key, k = jax.random.split(key)
-            action = np.asarray(to_env_action(env, act(agent_s, jnp.asarray(obs), k, True)))
-            ts = env.step(action)
+            no = jnp.zeros((n,), bool)
+            tick = Tick(jnp.asarray(obs), jnp.asarray(reward), jnp.asarray(first), no, no)
+            action, carry = act(agent_s, carry, tick, k, True)
+            ts = env.step(np.asarray(to_env_action(env, action)))
             ret += np.where(alive, ts.reward, 0.0)
             alive &= ~(ts.terminated | ts.truncated)
-            obs = ts.obs
+            obs, reward, first = ts.obs, ts.reward.astype(np.float32), ts.terminated | ts.truncated
             if not alive.any():
                 break
         returns.append(ret.mean())
@@ -71,7 +79,8 @@ class HostRun:
         self.steps_per_chunk = steps_per_chunk
         self.keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
         self.obs = self._split(self.env.reset(seed=seeds[0]).obs)
-        self._act = jax.jit(algo.agent_act(), static_argnums=3)
+        self.policy = algo.policy()
+        self._act = jax.jit(self.policy.act, static_argnums=4)
 
     def _split(self, x: np.ndarray) -> jax.Array:
         return jnp.asarray(x).reshape((self.n_seeds, self.n) + x.shape[1:])
@@ -98,6 +107,7 @@ class HostRun:
             self.eval_env.moments, self.eval_env.frozen = self.env.moments, True
         return host_evaluate(
             self.eval_env,
+            self.policy,
             self._act,
             agent_states,
             jax.random.split(key, self.n_seeds),
@@ -153,7 +163,12 @@ class HostOffPolicyRun(HostRun):
 
 
 class HostOnPolicyRun(HostRun):
-    """:class:`HostRun` of an on-policy agent (PPO): host rollouts, jitted updates."""
+    """:class:`HostRun` of an on-policy agent (PPO, PQN, UDRL): host rollouts, jitted updates.
+
+    The policy's carry (a recurrent state, UDRL's command) lives beside the simulators, as their
+    observations do: like them it is not checkpointed, and a resumed run starts every episode
+    afresh (``is_first``), where the policy resets its carry.
+    """
 
     def __init__(self, algo, agent, n_steps: int, steps_per_chunk: int, seeds: list[int]):
         super().__init__(algo, seeds, steps_per_chunk)
@@ -167,33 +182,38 @@ class HostOnPolicyRun(HostRun):
         )
         self._sample = jax.jit(jax.vmap(agent.sample))
         self._update = jax.jit(jax.vmap(agent.update))
+        self.carry = jax.vmap(lambda _: agent.policy.init(self.n))(self.keys)
         self.is_first = jnp.ones(self.obs.shape[:2], bool)
+        self.reward = jnp.zeros(self.obs.shape[:2])
 
     def _tick(self) -> Tick:
         """The tick the seeds act on (host envs report no explicit end flags)."""
         no = jnp.zeros(self.obs.shape[:2], bool)
-        return Tick(self.obs, jnp.zeros(self.obs.shape[:2]), jnp.asarray(self.is_first), no, no)
+        return Tick(self.obs, jnp.asarray(self.reward), jnp.asarray(self.is_first), no, no)
 
     def run_chunk(self) -> dict:
         s, metrics = self.state, {}
         for _ in range(max(1, self.steps_per_chunk // (self.n * self.n_steps))):
-            data = []
+            data, carry0 = [], self.carry
             for _ in range(self.n_steps):
                 keys = jax.vmap(jax.random.split)(s.key)
                 tick = self._tick()
-                action, log_prob, value, _ = self._sample(s.agent, (), tick, keys[:, 1])
+                action, log_prob, value, self.carry = self._sample(
+                    s.agent, self.carry, tick, keys[:, 1]
+                )
                 obs, reward, term, trunc, final = self._host_step(action)
                 data.append(Rollout(self.obs, action, log_prob, value, reward, term, trunc, final,
-                                    tick.is_first))  # fmt: skip
+                                    tick.is_first, self.carry))  # fmt: skip
                 s = s.replace(
                     key=keys[:, 0],
                     step=s.step + self.n,
                     episodes=jax.vmap(EpisodeTracker.update)(s.episodes, reward, term | trunc),
                 )
-                self.obs, self.is_first = obs, term | trunc
+                self.obs, self.reward, self.is_first = obs, reward, term | trunc
             rollout = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *data)  # [S, T, N, ...]
             keys = jax.vmap(jax.random.split)(s.key)
-            agent, metrics = self._update(s.agent, rollout, RolloutEnd(self._tick()), keys[:, 1])
+            end = RolloutEnd(self._tick(), carry0)
+            agent, metrics = self._update(s.agent, rollout, end, keys[:, 1])
             s = s.replace(agent=agent, key=keys[:, 0])
         key = jax.vmap(jax.random.split)(s.key)
         self.state = s.replace(key=key[:, 0])
@@ -231,13 +251,13 @@ class OnPolicyAlgorithm(Algorithm):
         raise NotImplementedError
 
     def agent_act(self):
-        """The stateless act of a feedforward policy (host runs refuse recurrent ones)."""
+        """The act of a feedforward policy on an observation (its carry, if any, fresh)."""
         policy = self.agent(1).policy
 
         def act(agent_state, obs, key, deterministic):
             n = obs.shape[0]
             no = jnp.zeros((n,), bool)
-            tick = Tick(obs, jnp.zeros((n,)), no, no, no)
+            tick = Tick(obs, jnp.zeros((n,)), jnp.ones((n,), bool), no, no)
             return policy.act(agent_state, policy.init(n), tick, key, deterministic)[0]
 
         return act

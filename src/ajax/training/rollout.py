@@ -22,6 +22,7 @@ def env_config_of(env, n_envs: int = 1) -> EnvConfig:
         n_envs=n_envs,
         action_low=None if spec.discrete else spec.action_space.low,
         action_high=None if spec.discrete else spec.action_space.high,
+        image_shape=spec.image_shape,
     )
 
 

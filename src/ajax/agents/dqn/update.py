@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from ajax.agents.dqn import losses
 from ajax.agents.dqn.config import DQNConfig
 from ajax.networks.networks import init_network_state
-from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_values
+from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_body, q_values
 from ajax.networks.train_state import LoadedTrainState, ema_update
 from ajax.networks.utils import get_adam_tx
 from ajax.training.off_policy import Transition
@@ -22,15 +22,17 @@ class DQNState(flax.struct.PyTreeNode):
     q_state: LoadedTrainState
 
 
-def network(config: DQNConfig, n_actions: int) -> QNetwork:
+def network(config: DQNConfig, n_actions: int, image_shape=None) -> QNetwork:
+    """A ReLU MLP on vectors; on images the conv stack of :func:`q_body` (MinAtar's)."""
     arch = (str(config.hidden), "relu") * config.num_layers
-    return QNetwork(n_actions, arch, dueling=config.dueling)
+    arch, cnn = q_body(arch, image_shape, None)
+    return QNetwork(n_actions, arch, dueling=config.dueling, cnn=cnn, image_shape=image_shape)
 
 
 def init(config: DQNConfig, key, env) -> DQNState:
-    """A fresh Q-network (ReLU MLP, lecun-normal) with an exact target copy."""
+    """A fresh Q-network (lecun-normal) with an exact target copy."""
     env_config = env_config_of(env)
-    net = network(config, env_config.action_dim)
+    net = network(config, env_config.action_dim, env_config.image_shape)
     tx = get_adam_tx(config.learning_rate, config.max_grad_norm, eps=1e-8)
     obs = jnp.zeros((1, env_config.obs_dim))
     return DQNState(init_network_state(obs, net, key, tx).with_target())

@@ -19,14 +19,6 @@ class PPO(OnPolicyAlgorithm):
     continuous = True
     discrete = True
 
-    def __init__(self, env="Pendulum-v1", config=None, **env_options):
-        super().__init__(env, config, **env_options)
-        if self.config.memory is not None and not self.is_jax:
-            raise ValueError(
-                f"recurrent PPO (memory={self.config.memory!r}) trains on JAX envs only, and "
-                f"{self.env_id!r} is a host env; drop --memory or pick a JAX env (ajax envs)"
-            )
-
     def agent(self, total_steps: int) -> OnPolicyAgent:
         c = self.config
         init = partial(update.init, c, total_updates=update.total_updates(c, total_steps))

@@ -10,7 +10,7 @@ import optax
 from ajax.agents.pqn import losses
 from ajax.agents.pqn.config import PQNConfig
 from ajax.networks.networks import init_network_state
-from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_values
+from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_body, q_values
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
 from ajax.training.on_policy import Rollout
@@ -31,10 +31,12 @@ def total_updates(config: PQNConfig, total_steps: int) -> int:
 
 
 def init(config: PQNConfig, key, env, total_updates: int = 1) -> PQNState:
-    """Dense -> LayerNorm -> ReLU body (Gallici et al. 2024, Sec. 4), a linear head."""
+    """Dense -> LayerNorm -> ReLU body (Gallici et al. 2024, Sec. 4), a linear head; on images
+    the conv stack of :func:`q_body` with LayerNorm after each layer."""
     env_config = env_config_of(env, config.n_envs)
     arch = (str(config.hidden), "layernorm", "relu") * config.num_layers
-    net = QNetwork(env_config.action_dim, arch)
+    arch, cnn = q_body(arch, env_config.image_shape, None, norm=True)
+    net = QNetwork(env_config.action_dim, arch, cnn=cnn, image_shape=env_config.image_shape)
     lr = config.learning_rate
     if config.anneal_lr:
         lr = optax.linear_schedule(config.learning_rate, 0.0, total_updates)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from ajax.agents.redq import losses
 from ajax.agents.redq.config import REDQConfig
+from ajax.agents.sac import guidance
 from ajax.agents.sac import losses as sac_losses
 from ajax.agents.sac.update import SACState, act, init, policy_step
 from ajax.networks.networks import action_value_input, predict_value
@@ -38,6 +39,9 @@ def update(config: REDQConfig, state: SACState, batch: Transition, key):
         batch.reward, config.gamma * (1.0 - batch.terminated), q_next[..., 0], logp_next, alpha,
         subset,
     )  # fmt: skip
+    target, g_metrics = guidance.expert_bounded_target(state, critic, batch, target)
+    state, r_metrics = guidance.refresh_expert_critic(config.pretrain, state, critic, batch,
+                                                      config.gamma)  # fmt: skip
 
     def step(state: SACState):
         return policy_step(config, state, critic, batch.obs, batch.action.shape[-1], k_pi,
@@ -53,4 +57,4 @@ def update(config: REDQConfig, state: SACState, batch: Transition, key):
 
     (_, c_metrics), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
     critic = critic.apply_gradients(grads).soft_update(config.tau)
-    return state.replace(critic_state=critic), {**c_metrics, **p_metrics}
+    return state.replace(critic_state=critic), {**c_metrics, **g_metrics, **r_metrics, **p_metrics}

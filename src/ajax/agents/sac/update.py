@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import flax.struct
 import jax
 import jax.numpy as jnp
@@ -17,12 +19,15 @@ from ajax.training.rollout import env_config_of
 
 
 class SACState(flax.struct.PyTreeNode):
-    """Actor, twin critics with their target, and the temperature."""
+    """Actor, twin critics with their target, the temperature, and the frozen expert critic
+    phi's parameters (``None`` unless :class:`~ajax.agents.sac.guidance.MCPretrain` keeps it,
+    ``expert_critic=True``)."""
 
     actor_state: LoadedTrainState
     critic_state: LoadedTrainState
     log_alpha: jax.Array
     alpha_opt_state: optax.OptState
+    expert_critic_params: Any
 
 
 def init(config: SACConfig, key, env) -> SACState:
@@ -71,7 +76,7 @@ def init_state(config: SACConfig, key, env, net: NetworkConfig, actor_opt: Optim
         num_critics=config.num_critics,
     )
     log_alpha = jnp.log(jnp.asarray(config.init_alpha, jnp.float32))
-    return SACState(actor_state, critic_state, log_alpha, alpha_tx(config).init(log_alpha))
+    return SACState(actor_state, critic_state, log_alpha, alpha_tx(config).init(log_alpha), None)
 
 
 def actor_network(config: SACConfig, arch: tuple) -> dict:
@@ -151,6 +156,7 @@ def update(config: SACConfig, state: SACState, batch: Transition, key):
         logp_next,
         alpha,
     )
+    target, g_metrics = guidance.expert_bounded_target(state, critic, batch, target)
 
     def critic_fn(params):
         q = predict_value(critic, params, action_value_input(batch.obs, batch.action))
@@ -158,6 +164,9 @@ def update(config: SACConfig, state: SACState, batch: Transition, key):
 
     (_, c_metrics), grads = jax.value_and_grad(critic_fn, has_aux=True)(critic.params)
     critic = critic.apply_gradients(grads)
+    state, r_metrics = guidance.refresh_expert_critic(config.pretrain, state, critic, batch,
+                                                      config.gamma)  # fmt: skip
+    c_metrics = {**c_metrics, **g_metrics, **r_metrics}
 
     state, p_metrics = policy_step(config, state, critic, batch.obs, action_dim, k_pi, min_q)
     state = state.replace(critic_state=critic.soft_update(config.tau))
