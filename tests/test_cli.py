@@ -167,7 +167,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
     ids=[
         "agent", "dqn-continuous", "pqn-continuous", "redq-discrete", "crossq-discrete",
         "redq-subset", "crossq-tau", "pqn-replay", "pid-python-only", "ppo-memory-kind",
-        "ppo-memory-host", "env", "sac-discrete", "td3-discrete", "asac-discrete", "avg-discrete",
+        "env", "sac-discrete", "td3-discrete", "asac-discrete", "avg-discrete",
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
         "config-field", "config-value", "command", "eval-usage",
