@@ -1,9 +1,9 @@
 """Smoke runs of ``ajax train`` for SAC, TD3 and PPO on a gymnax env, an MJX (playground) env
-and a host dm_control env, and for TD-MPC2 on the two JAX ones: each must finish and write
-its summary.
+and a host dm_control env, and for TD-MPC2 on the same three: each must finish and write its
+summary.
 
 All are marked slow: each run compiles a whole training chunk, ~30 CPU s for gymnax on the
-2-core development machine, more for MJX (CartpoleSwingup), so nine runs do not fit the default
+2-core development machine, more for MJX (CartpoleSwingup), so twelve runs do not fit the default
 suite's budget next to the learning tests.
 """
 
@@ -26,12 +26,10 @@ TINY = {
                "2", "--planner.num-elites", "4", "--planner.iterations", "2"],
 }  # fmt: skip
 ENVS = {"sac": "Pendulum-v1", "td3": "Pendulum-v1", "ppo": "CartPole-v1", "tdmpc2": "Pendulum-v1"}
-# TD-MPC2 runs JAX envs only (host envs are refused with a message), so no dmc case for it.
 CASES = [
     (agent, env)
     for agent in ("sac", "td3", "ppo", "tdmpc2")
     for env in ("gymnax", "CartpoleSwingup", "dmc:cartpole-swingup")
-    if not (agent == "tdmpc2" and env.startswith("dmc:"))
 ]
 
 

@@ -69,13 +69,19 @@ class HostVecEnv(HostEnv):
         false = np.zeros(n, bool)
         return self._timestep(obs, np.zeros(n, np.float32), false, false, obs, false)
 
-    def step(self, action: np.ndarray) -> TimeStep:
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> TimeStep:
+        """Step every simulator, or only those where ``active`` is set: the others stay where
+        they are and report reward 0, no end and a zero observation (for
+        :class:`HostExplicitReset`'s hold ticks)."""
         action = np.asarray(action)
         if action.shape[:1] != (len(self.sims),):
             raise ValueError(
                 f"expected actions with leading axis {len(self.sims)}, got {action.shape}"
             )
-        steps = [self._repeat(sim, a) for sim, a in zip(self.sims, action, strict=True)]
+        active = np.ones(len(self.sims), bool) if active is None else np.asarray(active, bool)
+        idle = HostStep(np.zeros(self.spec.observation_shape, np.float32), 0.0, False, False)
+        steps = [self._repeat(sim, a) if on else idle
+                 for sim, a, on in zip(self.sims, action, active, strict=True)]  # fmt: skip
         final_obs = np.stack([s.obs for s in steps])
         reward = np.asarray([s.reward for s in steps], np.float32)
         terminated = np.asarray([s.terminated for s in steps], bool)
@@ -85,7 +91,7 @@ class HostVecEnv(HostEnv):
         for i in np.flatnonzero(done):
             obs[i] = self.sims[i].reset(None)
         self._return += reward
-        self._length += 1
+        self._length += active
         self._last_return = np.where(done, self._return, self._last_return)
         self._last_length = np.where(done, self._length, self._last_length)
         self._return[done], self._length[done] = 0.0, 0
@@ -111,6 +117,45 @@ class HostVecEnv(HostEnv):
     def close(self) -> None:
         for sim in self.sims:
             sim.close()
+
+
+class HostExplicitReset(HostEnv):
+    """:class:`~ajax.environments.wrappers.ExplicitReset` for host envs: the tick that ends an
+    episode shows its true last observation with ``info["is_last"]`` (and ``is_terminal``);
+    the next one is a hold tick whose action is ignored and whose simulator does not step: it
+    shows the new episode's first observation with ``info["is_first"]`` and reward 0."""
+
+    def __init__(self, env: HostEnv):
+        self.env, self.spec = env, env.spec  # a HostVecEnv or host wrappers around one
+        n = env.spec.n_envs
+        self.pending = np.zeros(n, bool)
+        self.first_obs = np.zeros((n, *env.spec.observation_shape), np.float32)
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        ts = self.env.reset(seed)
+        self.pending[:] = False
+        no = np.zeros_like(ts.terminated)
+        return self._emit(ts, ~no, no, no)
+
+    def step(self, action: np.ndarray) -> TimeStep:
+        hold = self.pending.copy()
+        inner = self.env.step(action, active=~hold)
+        done = ~hold & (inner.terminated | inner.truncated)
+        col = lambda flag: flag.reshape(flag.shape + (1,) * (inner.obs.ndim - 1))  # any obs rank
+        obs = np.where(col(hold), self.first_obs, inner.final_obs)
+        self.first_obs = np.where(col(done), inner.obs, self.first_obs)
+        self.pending = done
+        ts = TimeStep(None, obs, np.where(hold, 0.0, inner.reward).astype(np.float32),
+                      inner.terminated & ~hold, inner.truncated & ~hold, obs, inner.info)  # fmt: skip
+        return self._emit(ts, hold, done, ts.terminated)
+
+    @staticmethod
+    def _emit(ts: TimeStep, is_first, is_last, is_terminal) -> TimeStep:
+        info = {**ts.info, "is_first": is_first, "is_last": is_last, "is_terminal": is_terminal}
+        return ts.replace(info=info)
+
+    def close(self) -> None:
+        self.env.close()
 
 
 def _flat(obs: Any) -> np.ndarray:

@@ -31,8 +31,8 @@ class HostWrapper(HostEnv):
     def reset(self, seed: int | None = None) -> TimeStep:
         return self.env.reset(seed)
 
-    def step(self, action: np.ndarray) -> TimeStep:
-        return self.env.step(action)
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> TimeStep:
+        return self.env.step(action, active)
 
     def close(self) -> None:
         self.env.close()
@@ -57,9 +57,9 @@ class HostRescaleAction(HostWrapper):
         n = len(space.low)
         self.spec = env.spec.replace(action_space=Box((-1.0,) * n, (1.0,) * n))
 
-    def step(self, action: np.ndarray) -> TimeStep:
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> TimeStep:
         action = np.clip(np.asarray(action, np.float32), -1.0, 1.0)
-        return self.env.step(agent_action_to_env(action, self.low, self.high))
+        return self.env.step(agent_action_to_env(action, self.low, self.high), active)
 
 
 class HostNormalizeObservation(HostWrapper):
@@ -79,12 +79,14 @@ class HostNormalizeObservation(HostWrapper):
     def reset(self, seed: int | None = None) -> TimeStep:
         return self._normalize(self.env.reset(seed))
 
-    def step(self, action: np.ndarray) -> TimeStep:
-        return self._normalize(self.env.step(action))
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> TimeStep:
+        return self._normalize(self.env.step(action, active), active)
 
-    def _normalize(self, ts: TimeStep) -> TimeStep:
-        if not self.frozen:
-            self.moments = update_moments(self.moments, ts.obs)
+    def _normalize(self, ts: TimeStep, active: np.ndarray | None = None) -> TimeStep:
+        if not self.frozen:  # idle simulators (hold ticks) report nothing to count
+            seen = ts.obs if active is None else ts.obs[np.asarray(active, bool)]
+            if len(seen):
+                self.moments = update_moments(self.moments, seen)
         prefix = self.spec.raw_obs_prefix
         norm = lambda x: normalize_obs(self.moments, x, prefix, self.clip, self.eps)
         return ts.replace(obs=norm(ts.obs), final_obs=norm(ts.final_obs))

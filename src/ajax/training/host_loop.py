@@ -18,9 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
+from ajax.environments.host import HostExplicitReset
 from ajax.environments.host_wrappers import HostNormalizeObservation
+from ajax.environments.types import TimeStep
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.loop import Policy, Tick
+from ajax.training.loop import Policy, ReplayAgent, Tick, tick_steps
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
@@ -79,6 +81,7 @@ class HostRun:
         self.steps_per_chunk = steps_per_chunk
         self.keys = jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
         self.obs = self._split(self.env.reset(seed=seeds[0]).obs)
+        self.first_seed = seeds[0]
         self.policy = algo.policy()
         self._act = jax.jit(self.policy.act, static_argnums=4)
 
@@ -101,6 +104,10 @@ class HostRun:
                 ts.final_obs,
             ),
         )
+
+    def restart_episodes(self) -> None:
+        """After a restore: the simulators' episodes restart (their state is not checkpointed).
+        The off-policy and on-policy runs read the simulators' reset as they are."""
 
     def evaluate(self, agent_states, key) -> np.ndarray:
         if isinstance(self.eval_env, HostNormalizeObservation):  # normalise as training does
@@ -218,6 +225,54 @@ class HostOnPolicyRun(HostRun):
         key = jax.vmap(jax.random.split)(s.key)
         self.state = s.replace(key=key[:, 0])
         return HostOffPolicyRun._record(self, s, metrics, key[0, 1])
+
+
+class HostReplayRun(HostRun):
+    """:class:`HostRun` of a shared-loop :class:`~ajax.training.loop.ReplayAgent` (TD-MPC2,
+    DreamerV3): the loop's own two halves of a tick (:func:`~ajax.training.loop.tick_steps`),
+    each one jitted call vmapped over seeds, around the host step, so acting, rows, the update
+    clock and learning are the JAX loop's code. ``explicit_reset`` wraps the simulators in
+    :class:`~ajax.environments.host.HostExplicitReset` (DreamerV3's hold ticks). The policy
+    carry is checkpointed with the learner; on resume every episode restarts (``is_first``).
+    """
+
+    def __init__(self, algo, agent: ReplayAgent, seeds: list[int], steps_per_chunk: int,
+                 explicit_reset: bool = False):  # fmt: skip
+        super().__init__(algo, seeds, steps_per_chunk)
+        if explicit_reset:
+            self.env = HostExplicitReset(self.env)
+        steps = tick_steps(self.n, self.env, agent)
+        tick = self._first_tick(seeds[0])
+        keys = jax.vmap(lambda k: jax.random.split(k, 3))(self.keys)  # the JAX loop's split
+        init = lambda k, t: steps.init_state((k[0], k[2]), t, None)
+        self.state = jax.jit(jax.vmap(init))(keys, tick)
+        self._tick_act = jax.jit(jax.vmap(steps.act))
+        self._absorb = jax.jit(jax.vmap(steps.absorb))
+
+    def _first_tick(self, seed: int) -> Tick:
+        return Tick.reset(self._split_ts(self.env.reset(seed=seed)))
+
+    def _split_ts(self, ts: TimeStep) -> TimeStep:
+        """A host TimeStep as jnp arrays with a leading seed axis ``[S, N, ...]``."""
+        fields = (ts.obs, ts.reward.astype(np.float32), ts.terminated, ts.truncated, ts.final_obs)
+        info = {k: self._split(np.asarray(v)) for k, v in ts.info.items()}
+        return TimeStep(None, *(self._split(np.asarray(x)) for x in fields), info)
+
+    def restart_episodes(self) -> None:
+        """After a restore: the simulators restart, so every env's next tick opens an episode."""
+        self.state = self.state.replace(tick=self._first_tick(self.first_seed))
+
+    def run_chunk(self) -> dict:
+        s = self.state
+        for _ in range(self.steps_per_chunk // self.n):
+            keys = jax.vmap(lambda k: jax.random.split(k, 4))(s.key)
+            action, carry = self._tick_act(s, keys[:, 1])
+            env_action = to_env_action(self.env, jnp.asarray(self._merge(action)))
+            ts = self._split_ts(self.env.step(np.asarray(env_action)))
+            s = self._absorb(s, action, carry, ts, keys[:, 0], keys[:, 3])
+        key = jax.vmap(jax.random.split)(s.key)
+        self.state = s.replace(key=key[:, 0])
+        return HostOffPolicyRun._record(self, s, s.metrics, key[0, 1])
 
 
 class OffPolicyAlgorithm(Algorithm):

@@ -128,17 +128,23 @@ def zeros_like_shapes(fn: Callable, *args) -> Any:
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args))
 
 
-def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
-    """The loop of ``agent`` on ``env``; ``config`` gives ``n_envs``, ``eval_freq`` and
-    ``eval_episodes`` (a :class:`~ajax.training.config.LoopConfig`)."""
-    n = config.n_envs
-    per_chunk = max(1, config.eval_freq // n)
+class TickSteps(NamedTuple):
+    """The halves of one vector tick around the env step, shared by :func:`make_loop` (JAX env,
+    inside the scan) and :class:`~ajax.training.host_loop.HostReplayRun` (host env, one jitted
+    call each): ``init_state(key, tick, env_state)``, ``act(state, key) -> (action, carry)``
+    and ``absorb(state, action, carry, ts, key, k_update) -> state`` (row, clock, learn)."""
+
+    init_state: Callable
+    act: Callable
+    absorb: Callable
+
+
+def tick_steps(n: int, env, agent: ReplayAgent) -> TickSteps:
+    """:class:`TickSteps` of ``agent`` on ``n`` envs of ``env`` (only its spec is read)."""
     policy = agent.policy
 
-    def init(key) -> LoopState:
-        k_learn, k_env, k_run = jax.random.split(key, 3)
-        ts = jax.vmap(env.reset)(jax.random.split(k_env, n))
-        tick = Tick.reset(ts)
+    def init_state(key, tick: Tick, env_state) -> LoopState:
+        k_learn, k_run = key
         agent_state, replay = agent.init(k_learn, tick)
         metrics = zeros_like_shapes(
             lambda a, r: agent.learn(a, r, jnp.ones((), jnp.int32), k_run)[2], agent_state, replay
@@ -149,7 +155,7 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
             replay=replay,
             clock=agent.clock.init(),
             metrics=metrics,
-            env_state=ts.state,
+            env_state=env_state,
             tick=tick,
             episodes=EpisodeTracker.create(n),
             key=k_run,
@@ -167,12 +173,7 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
             on_policy,
         )
 
-    def vector_step(state: LoopState, _):
-        key, k_act, k_env, k_upd = jax.random.split(state.key, 4)
-        action, carry = act(state, k_act)
-        ts = jax.vmap(env.step)(
-            jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
-        )
+    def absorb(state: LoopState, action, carry, ts, key, k_upd) -> LoopState:
         replay = agent.write(state.replay, state.tick, action, carry, ts)
         step = state.step + n
         count, clock = agent.clock.tick(state.clock, step)
@@ -182,7 +183,7 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
             lambda: agent.learn(state.agent, replay, count, k_upd),
             lambda: (state.agent, replay, state.metrics),
         )
-        state = state.replace(
+        return state.replace(
             agent=agent_state,
             carry=carry,
             replay=replay,
@@ -194,11 +195,33 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
             key=key,
             step=step,
         )
-        return state, None
+
+    return TickSteps(init_state, act, absorb)
+
+
+def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
+    """The loop of ``agent`` on ``env``; ``config`` gives ``n_envs``, ``eval_freq`` and
+    ``eval_episodes`` (a :class:`~ajax.training.config.LoopConfig`)."""
+    n = config.n_envs
+    per_chunk = max(1, config.eval_freq // n)
+    steps = tick_steps(n, env, agent)
+
+    def init(key) -> LoopState:
+        k_learn, k_env, k_run = jax.random.split(key, 3)
+        ts = jax.vmap(env.reset)(jax.random.split(k_env, n))
+        return steps.init_state((k_learn, k_run), Tick.reset(ts), ts.state)
+
+    def vector_step(state: LoopState, _):
+        key, k_act, k_env, k_upd = jax.random.split(state.key, 4)
+        action, carry = steps.act(state, k_act)
+        ts = jax.vmap(env.step)(
+            jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
+        )
+        return steps.absorb(state, action, carry, ts, key, k_upd), None
 
     def run_chunk(state: LoopState):
         state, _ = jax.lax.scan(vector_step, state, None, length=per_chunk)
-        return end_of_chunk(state, state.metrics, eval_env, policy, config.eval_episodes)
+        return end_of_chunk(state, state.metrics, eval_env, agent.policy, config.eval_episodes)
 
     return Loop(init, run_chunk, per_chunk * n)
 

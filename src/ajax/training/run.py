@@ -286,6 +286,8 @@ def execute(
             state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh)
         else:
             run.state = state
+            if done_chunks:
+                run.restart_episodes()
             state = _run_host(run, n_chunks, done_chunks, spec, logger, save)
     except Diverged as err:
         if out is not None:

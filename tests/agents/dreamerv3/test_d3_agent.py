@@ -266,7 +266,7 @@ def test_d3_jitted_run_vmaps_seeds_on_continuous_env():
     np.testing.assert_array_equal(result.state.agent.updates, [1 + (200 - 9) // 2] * 2)
 
 
-def test_d3_refuses_image_observations_and_host_envs():
+def test_d3_refuses_image_observations():
     spec = EnvSpec("img", "probe", (4, 4), Box((-1.0,), (1.0,)), 5)
     with pytest.raises(ValueError, match="no image encoder"):
         DreamerV3(SimEnv(CountSim(), spec))

@@ -48,15 +48,17 @@ from ajax.agents.dreamerv3.rssm import (
 )
 from ajax.environments.wrappers import ExplicitReset
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.host_loop import HostReplayRun
 from ajax.training.loop import make_loop
 
 
 class DreamerV3(Algorithm):
-    """DreamerV3 on vector observations, discrete or continuous actions, JAX envs.
+    """DreamerV3 on vector observations, discrete or continuous actions.
 
     ``DreamerV3("CartPole-v1", DreamerV3Config.preset("1m")).train(seed, total_steps,
-    n_seeds)``: the whole run (acting, hold ticks, replay, updates, evaluation) is one jitted
-    scan, vmapped over seeds.
+    n_seeds)``: on a JAX env the whole run (acting, hold ticks, replay, updates, evaluation) is
+    one jitted scan, vmapped over seeds; on a host env (``gymnasium:``, ``dmc:``) the same
+    ticks run around the host simulators, one jitted policy and one jitted train call each.
     """
 
     name = "dreamerv3"
@@ -66,10 +68,11 @@ class DreamerV3(Algorithm):
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
         super().__init__(env, config, **env_options)
-        if len(self.env.spec.observation_shape) != 1:
+        if len(self.env.spec.observation_shape) != 1 or self.env.spec.image_shape is not None:
+            shape = self.env.spec.image_shape or self.env.spec.observation_shape
             raise ValueError(
-                f"dreamerv3 takes flat vector observations; {self.env_id!r} has shape "
-                f"{self.env.spec.observation_shape} and there is no image encoder yet"
+                f"dreamerv3 takes vector observations; {self.env_id!r} gives images {shape} "
+                "and there is no image encoder yet: pick a vector env (e.g. CartPole-v1)"
             )
         if self.is_jax:
             self.train_env = ExplicitReset(self.env)
@@ -77,8 +80,8 @@ class DreamerV3(Algorithm):
     def make_chunks(self, total_steps: int) -> Chunks:
         if not self.is_jax:
             raise ValueError(
-                f"dreamerv3 runs on JAX environments only so far; {self.env_id!r} is a host env. "
-                "Pick a gymnax/brax/playground env (e.g. CartPole-v1, Pendulum-v1)."
+                f"{self.env_id!r} is a host env: its runs go through host_run (DreamerV3.train "
+                "and `ajax train` pick it)"
             )
         agent = replay_agent(self.config, self.train_env, total_steps)
         loop = make_loop(self.config, self.train_env, self.eval_env, agent)
@@ -86,7 +89,12 @@ class DreamerV3(Algorithm):
                       n_chunks_for(total_steps, loop.steps_per_chunk))  # fmt: skip
 
     def host_run(self, total_steps: int, seeds: list[int]):
-        return self.make_chunks(total_steps)  # raises the message above
+        """The shared loop's ticks around host simulators with hold ticks
+        (:class:`~ajax.training.host_loop.HostReplayRun`): a jitted policy step and a jitted
+        row-and-train step per tick."""
+        agent = replay_agent(self.config, self.env, total_steps)
+        per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
+        return HostReplayRun(self, agent, seeds, per_chunk, explicit_reset=True)
 
     def policy(self):
         spec = self.env.spec

@@ -16,7 +16,7 @@ The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuou
 """
 
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
-from ajax.agents.tdmpc2.agent import make_loop, repeated
+from ajax.agents.tdmpc2.agent import make_loop, repeated, replay_agent
 from ajax.agents.tdmpc2.agent import policy as agent_policy
 from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
@@ -54,11 +54,13 @@ from ajax.agents.tdmpc2.update import (
     draw_update_noise,
     update_with_noise,
 )
+from ajax.environments.registry import HOST_FAMILIES, resolve_env_id
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.host_loop import HostReplayRun
 
 
 class TDMPC2(Algorithm):
-    """TD-MPC2 (world model + MPPI planning) on continuous action spaces, JAX envs only.
+    """TD-MPC2 (world model + MPPI planning) on continuous action spaces, JAX or host envs.
 
     ``TDMPC2("Pendulum-v1", TDMPC2Config.preset(1)).train(seed, total_steps, n_seeds)``; the
     whole run (env, planning, updates, evaluation) is one jitted scan, vmapped over seeds.
@@ -71,6 +73,10 @@ class TDMPC2(Algorithm):
     discrete = False
 
     def __init__(self, env="Pendulum-v1", config=None, **env_options):
+        repeat = getattr(config if config is not None else TDMPC2Config(), "action_repeat", 1)
+        if isinstance(env, str) and repeat != 1 and resolve_env_id(env)[0] in HOST_FAMILIES:
+            # host simulators repeat actions themselves (each stops at its own episode end)
+            env_options = {"action_repeat": repeat, **env_options}
         super().__init__(env, config, **env_options)
         if self.is_jax:  # the agent acts every action_repeat env steps, in training and eval
             self.env = repeated(self.config, self.env)
@@ -79,18 +85,20 @@ class TDMPC2(Algorithm):
     def make_chunks(self, total_steps: int) -> Chunks:
         if not self.is_jax:
             raise ValueError(
-                f"tdmpc2 runs on JAX environments only; {self.env_id!r} is a host env. "
-                "Pick a gymnax/brax/playground env (e.g. Pendulum-v1)."
+                f"{self.env_id!r} is a host env: its runs go through host_run (TDMPC2.train and "
+                "`ajax train` pick it)"
             )
         loop = make_loop(self.config, self.env, self.eval_env, total_steps)
         n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
         return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)
 
     def host_run(self, total_steps: int, seeds: list[int]):
-        raise ValueError(
-            f"tdmpc2 has no host-env loop yet; {self.env_id!r} is a host env. "
-            "Pick a JAX env (gymnax, brax, playground), e.g. Pendulum-v1."
-        )
+        """The shared loop's ticks around host simulators
+        (:class:`~ajax.training.host_loop.HostReplayRun`), the action repeat done by the host
+        env (``action_repeat`` env option, set from the config)."""
+        agent = replay_agent(self.config, self.env, total_steps)
+        per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
+        return HostReplayRun(self, agent, seeds, per_chunk)
 
     def policy(self):
         """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""
