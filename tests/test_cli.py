@@ -161,6 +161,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "sac", "--steps", "-5"], "--steps must be a positive"),
         (["train", "sac", "--not-a-field", "1"], "valid config fields: --batch-size"),
         (["train", "sac", "--tau", "2.0"], "SACConfig.tau = 2.0 is invalid: it must be in (0, 1]"),
+        (["train", "dreamerv3", "--steps", "100000000", "--buffer-size", "100000000"],
+         "lower --buffer-size"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["eval"], "usage: ajax eval DIR"),
     ],
@@ -170,7 +172,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "env", "sac-discrete", "td3-discrete", "asac-discrete", "avg-discrete",
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
-        "config-field", "config-value", "command", "eval-usage",
+        "config-field", "config-value", "replay-too-large", "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):

@@ -119,6 +119,10 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     _check_devices(args.devices, args.n_seeds, algo.is_jax)
     try:
+        algo.check_memory(args.steps, args.n_seeds, args.devices)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    try:
         prepare_run_dir(out, spec, args.overwrite)
     except FileExistsError as err:
         raise UsageError(str(err)) from err

@@ -128,6 +128,7 @@ def test_dreamerv3_host_run_learns_what_the_jax_run_learns(monkeypatch):
     np.testing.assert_array_equal(host_result.state.replay.count, jax_result.state.replay.count)
 
 
+@pytest.mark.slow  # ~50 CPU s (planner compiles three times); the loop is DreamerV3's above
 def test_tdmpc2_host_run_learns_what_the_jax_run_learns(monkeypatch):
     """TD-MPC2 on host simulators: planning, rows and updates per tick as in the JAX loop."""
     cfg = TDMPC2Config.preset(
@@ -143,8 +144,7 @@ class Stop(Exception):
     """The simulated interruption."""
 
 
-# TD-MPC2's row is slow (~40 s: three compiles of the planner); its host ticks are checked
-# against the JAX loop above in the default run.
+# TD-MPC2's row is slow (~40 s: three compiles of the planner), as is its host-vs-JAX check.
 @pytest.mark.parametrize("agent", ["dreamerv3", pytest.param("tdmpc2", marks=pytest.mark.slow)])
 def test_host_replay_agents_train_resume_and_eval_through_the_cli(tmp_path, monkeypatch, agent):
     """`ajax train` on a gymnasium env stopped after its first checkpoint, `ajax resume` to the

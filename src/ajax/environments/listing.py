@@ -20,6 +20,7 @@ class FamilyInfo(TypedDict):
       reason: why not, when not available (the import error), else ``""``.
       ids: every id, as :func:`~ajax.environments.make_env` accepts it (empty if unavailable).
       blocked: ids that are registered but cannot be built here, with the reason.
+      images: ids whose observations are images, with what they are and which agents take them.
     """
 
     jax: bool
@@ -27,6 +28,11 @@ class FamilyInfo(TypedDict):
     reason: str
     ids: tuple[str, ...]
     blocked: dict[str, str]
+    images: dict[str, str]
+
+
+# MinAtar (gymnax): 10 x 10 planes, one channel per object kind, values 0/1.
+MINATAR_IMAGES = "image obs: 10 x 10 channel planes; agents: dreamerv3 (CNN), dqn, pqn"
 
 
 def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
@@ -48,6 +54,7 @@ def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
             reason=error or "",
             ids=ids,
             blocked=blocked,
+            images={i: MINATAR_IMAGES for i in ids if i.endswith("-MinAtar")},
         )
     return infos
 
@@ -62,8 +69,9 @@ def format_env_listing(infos: dict[str, FamilyInfo], max_ids: int | None = None)
         lines.append(f"{name} [{kind}] {status}: {len(ids)} ids")
         shown = ids if max_ids is None else ids[:max_ids]
         for env_id in shown:
-            reason = info["blocked"].get(env_id)
-            lines.append(f"  {env_id}" + (f"  (blocked: {reason})" if reason else ""))
+            reason, image = info["blocked"].get(env_id), info["images"].get(env_id)
+            note = f"  (blocked: {reason})" if reason else f"  ({image})" if image else ""
+            lines.append(f"  {env_id}{note}")
         if len(shown) < len(ids):
             lines.append(f"  ... {len(ids) - len(shown)} more")
     return "\n".join(lines)

@@ -20,6 +20,7 @@ from ajax.environments.core import SimEnv
 from ajax.environments.expert_action import ExpertActionWrapper
 from ajax.environments.host import make_dmc, make_gymnasium
 from ajax.environments.host_wrappers import HostNormalizeObservation, HostRescaleAction
+from ajax.environments.image_wrappers import FrameStack, GrayscaleImage, ResizeImage
 from ajax.environments.normalize import NormalizeObservation
 from ajax.environments.pid_terms import PIDTermsWrapper
 from ajax.environments.types import HostEnv, JaxEnv
@@ -63,6 +64,10 @@ class EnvConfig:
       pid_dt: the PID terms' step duration; default: the spec's ``dt``.
       expert_action_fn: prepend this expert's action (agent units) for each raw observation
         (:class:`~ajax.environments.expert_action.ExpertActionWrapper`; JAX envs only).
+      resize: image envs: resize the images to (height, width)
+        (:class:`~ajax.environments.image_wrappers.ResizeImage`).
+      grayscale: image envs: RGB to one luma channel.
+      frame_stack: image envs: stack the last k frames on the channel axis (1: none).
       backend: brax only: the physics pipeline (default ``generalized``).
       config_overrides: playground only: merged over ``{"impl": "jax"}``.
     """
@@ -76,6 +81,9 @@ class EnvConfig:
     pid_error_fn: Callable[[jax.Array], jax.Array] | None = None
     pid_dt: float | None = None
     expert_action_fn: Callable[[jax.Array], jax.Array] | None = None
+    resize: tuple[int, int] | None = None
+    grayscale: bool = False
+    frame_stack: int = 1
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
@@ -89,6 +97,13 @@ class EnvConfig:
             raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
         if self.expert_action_fn is not None and family in HOST_FAMILIES:
             raise ValueError("expert_action_fn= needs a JAX env; host envs do not support it")
+        if (self.resize is not None or self.grayscale or self.frame_stack != 1) and (
+            family in HOST_FAMILIES
+        ):
+            raise ValueError(
+                "resize=, grayscale= and frame_stack= apply to JAX image envs (e.g. "
+                "Breakout-MinAtar); host envs give no images yet: drop them"
+            )
         if self.pid_dt is not None and self.pid_error_fn is None:
             raise ValueError("pid_dt= needs pid_error_fn=")
         if self.n_envs is not None and (not isinstance(self.n_envs, int) or self.n_envs < 1):
@@ -191,6 +206,12 @@ def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
         env = env.batched(config.n_envs)
     if config.action_repeat != 1:
         env = ActionRepeat(env, config.action_repeat)
+    if config.resize is not None:
+        env = ResizeImage(env, config.resize)
+    if config.grayscale:
+        env = GrayscaleImage(env)
+    if config.frame_stack != 1:
+        env = FrameStack(env, config.frame_stack)
     if config.pid_error_fn is not None:
         env = PIDTermsWrapper(env, config.pid_error_fn, config.pid_dt)
     if config.expert_action_fn is not None:

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
 from ajax.training.loop import Policy, stateless
+from ajax.training.memory import check_replay_fits, device_bytes
 from ajax.training.sharding import (
     CHUNKS_THEN_SEEDS,
     SEEDS,
@@ -119,6 +120,21 @@ class Algorithm:
         """A :class:`~ajax.training.host_loop.HostRun` for a host (non-JAX) env."""
         raise NotImplementedError
 
+    def replay_nbytes(self, total_steps: int) -> int:
+        """Bytes of one seed's replay for a run of ``total_steps`` (0: not checked)."""
+        return 0
+
+    def check_memory(self, total_steps: int, n_seeds: int, devices: int | None = None) -> None:
+        """Refuse (``ValueError`` naming the fix) a run whose replays cannot fit on the device.
+
+        Forced CPU devices share the host's memory, so on the CPU every seed counts."""
+        per_seed = self.replay_nbytes(total_steps)
+        if per_seed:
+            available, where = device_bytes()
+            on_cpu = jax.devices()[0].platform == "cpu"
+            per_device = n_seeds if on_cpu else -(-n_seeds // (devices or 1))
+            check_replay_fits(per_seed, per_device, available, where)
+
     def agent_act(self) -> Callable:
         """``act(agent_state, obs, key, deterministic) -> action`` of a policy without carry."""
         raise NotImplementedError
@@ -151,6 +167,7 @@ class Algorithm:
         ``devices`` shards the seeds over that many devices (:mod:`ajax.training.sharding`)."""
         check_steps(total_steps)
         check_seeds(seed, n_seeds)
+        self.check_memory(total_steps, n_seeds, devices)
         mesh = seed_mesh(devices, n_seeds, self.is_jax)
         if not self.is_jax:
             return self._train_host(seed, total_steps, n_seeds, on_record)

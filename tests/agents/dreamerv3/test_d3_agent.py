@@ -266,7 +266,10 @@ def test_d3_jitted_run_vmaps_seeds_on_continuous_env():
     np.testing.assert_array_equal(result.state.agent.updates, [1 + (200 - 9) // 2] * 2)
 
 
-def test_d3_refuses_image_observations():
+def test_d3_refuses_unflattened_and_too_small_images():
     spec = EnvSpec("img", "probe", (4, 4), Box((-1.0,), (1.0,)), 5)
-    with pytest.raises(ValueError, match="no image encoder"):
+    with pytest.raises(ValueError, match="takes flat observations.*shape \\(4, 4\\)"):
         DreamerV3(SimEnv(CountSim(), spec))
+    small = EnvSpec("img", "probe", (48,), Box((-1.0,), (1.0,)), 5, image_shape=(4, 4, 3))
+    with pytest.raises(ValueError, match="too small for DreamerV3's CNN.*resize"):
+        DreamerV3(SimEnv(CountSim(), small))

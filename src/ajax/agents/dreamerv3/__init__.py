@@ -16,6 +16,7 @@
 from ajax.agents.dreamerv3.agent import policy as agent_policy
 from ajax.agents.dreamerv3.agent import replay_agent
 from ajax.agents.dreamerv3.config import MODEL_SIZES, DreamerV3Config
+from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder, image_stages
 from ajax.agents.dreamerv3.latents import (
     categorical_entropy,
     categorical_kl,
@@ -50,6 +51,7 @@ from ajax.environments.wrappers import ExplicitReset
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.host_loop import HostReplayRun
 from ajax.training.loop import make_loop
+from ajax.training.memory import replay_nbytes
 
 
 class DreamerV3(Algorithm):
@@ -68,12 +70,14 @@ class DreamerV3(Algorithm):
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
         super().__init__(env, config, **env_options)
-        if len(self.env.spec.observation_shape) != 1 or self.env.spec.image_shape is not None:
-            shape = self.env.spec.image_shape or self.env.spec.observation_shape
+        spec = self.env.spec
+        if len(spec.observation_shape) != 1:
             raise ValueError(
-                f"dreamerv3 takes vector observations; {self.env_id!r} gives images {shape} "
-                "and there is no image encoder yet: pick a vector env (e.g. CartPole-v1)"
+                f"dreamerv3 takes flat observations (vectors, or images flattened with "
+                f"spec.image_shape set); {self.env_id!r} gives shape {spec.observation_shape}"
             )
+        if spec.image_shape is not None:
+            image_stages(*spec.image_shape[:2])  # refuses images too small for the CNN
         if self.is_jax:
             self.train_env = ExplicitReset(self.env)
 
@@ -96,9 +100,16 @@ class DreamerV3(Algorithm):
         per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
         return HostReplayRun(self, agent, seeds, per_chunk, explicit_reset=True)
 
+    def replay_nbytes(self, total_steps: int) -> int:
+        spec = self.env.spec
+        agent = replay_agent(self.config, self.env, total_steps)
+        return replay_nbytes(agent, spec, self.config.n_envs)
+
     def policy(self):
         spec = self.env.spec
-        nets = Nets.create(self.config, spec.obs_dim, spec.action_dim, spec.discrete)
+        nets = Nets.create(
+            self.config, spec.obs_dim, spec.action_dim, spec.discrete, spec.image_shape
+        )
         return agent_policy(self.config, nets, spec.action_dim, spec.discrete)
 
 
@@ -108,6 +119,8 @@ __all__ = [
     "DreamerV3Config",
     "RSSM",
     "BlockLinear",
+    "ConvDecoder",
+    "ConvEncoder",
     "BoundedNormal",
     "BoundedNormalHead",
     "RSSMConfig",

@@ -72,12 +72,12 @@ def replay_agent(cfg: DreamerV3Config, env, total_steps: int) -> ReplayAgent:
     spec = env.spec
     n, discrete, action_dim = cfg.n_envs, spec.discrete, spec.action_dim
     obs_dim = int(math.prod(spec.observation_shape))
-    nets = Nets.create(cfg, obs_dim, action_dim, discrete)
+    nets = Nets.create(cfg, obs_dim, action_dim, discrete, spec.image_shape)
     capacity = max(min(cfg.buffer_size // n, math.ceil(total_steps / n) + 1), cfg.window)
 
     def row(tick, action, carry):
         return {
-            "obs": tick.obs.reshape(n, obs_dim).astype(jnp.float32),
+            "obs": nets.enc.stored(tick.obs.reshape(n, obs_dim)),
             "action": action,
             "reward": tick.reward.astype(jnp.float32),
             "is_first": tick.is_first,

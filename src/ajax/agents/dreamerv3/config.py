@@ -15,7 +15,7 @@ from ajax.training.config import LoopConfig
 from ajax.validation import Rule, at_least, between, nonnegative, one_of, positive, require
 
 # configs.yaml size presets: (deter, hidden, classes, units). The CNN depth equals units / 16
-# (4 ... 96) and only matters for image inputs, which this agent does not take yet.
+# (4 ... 96: ``Architecture.depth``) and only matters for image inputs.
 MODEL_SIZES: dict[str, tuple[int, int, int, int]] = {
     "1m": (512, 64, 4, 64),
     "12m": (2048, 256, 16, 256),
@@ -35,6 +35,11 @@ class Architecture:
     hidden: int
     classes: int
     units: int
+
+    @property
+    def depth(self) -> int:
+        """The CNN's base channel count (configs.yaml ``.*\\.depth``): units / 16."""
+        return self.units // 16
 
 
 @dataclasses.dataclass(frozen=True)

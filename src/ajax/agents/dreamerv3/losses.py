@@ -22,7 +22,6 @@ from ajax.agents.dreamerv3.latents import categorical_entropy, dyn_loss, rep_los
 from ajax.agents.dreamerv3.model import Nets, feat
 from ajax.agents.dreamerv3.policy import continue_loss
 from ajax.agents.dreamerv3.rssm import RSSMState, imagine, observe
-from ajax.distributional import symlog
 from ajax.normalizers import ReturnNormalizer
 from ajax.returns import lambda_returns
 
@@ -64,7 +63,7 @@ def world_model_loss(nets: Nets, cfg: DreamerV3Config, params, batch: Batch, sta
     terms = {
         "dyn": dyn_loss(post.logits, prior, cfg.unimix, cfg.free_nats),
         "rep": rep_loss(post.logits, prior, cfg.unimix, cfg.free_nats),
-        "rec": jnp.sum(jnp.square(recon - sg(symlog(batch.obs))), axis=-1),
+        "rec": nets.dec.loss(recon, batch.obs),
         "rew": two_hot.loss(nets.apply("rew", params, x), batch.reward),
         "con": continue_loss(nets.apply("con", params, x)[..., 0], batch.is_terminal, cfg.horizon),
     }

@@ -1,10 +1,10 @@
 """DreamerV3's encoder, decoder, heads and actor around the RSSM, and their parameters.
 
 danijar/dreamerv3@e3f0224: dreamerv3/rssm.py (Encoder, Decoder: the vector path of the
-``simple`` encoder/decoder), dreamerv3/agent.py:43-70 (rew, con, pol, val heads and
-``feat2tensor``) and configs.yaml (layers, units, outscales). Vector observations only: the
+``simple`` encoder/decoder; the image path is in conv.py), dreamerv3/agent.py:43-70 (rew, con, pol, val heads and
+``feat2tensor``) and configs.yaml (layers, units, outscales). For vector observations the
 encoder symlogs them, the decoder predicts them in symlog space (symlog-MSE, summed over
-features). Every head is NormedMLP.dreamerv3 followed by one Linear:
+features); images go through the CNNs of :mod:`~ajax.agents.dreamerv3.conv`. Every head is NormedMLP.dreamerv3 followed by one Linear:
 
 - reward and value: 255 two-hot logits at outscale 0 (an exactly zero first prediction);
 - continue: one Bernoulli logit at outscale 1;
@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.agents.dreamerv3.config import DreamerV3Config
+from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder
 from ajax.agents.dreamerv3.networks import RSSM
 from ajax.agents.dreamerv3.policy import BoundedNormalHead, UnimixCategorical
 from ajax.agents.dreamerv3.rssm import RSSMState, initial_state
@@ -51,9 +52,26 @@ class Encoder(nn.Module):
     layers: int
     units: int
 
+    @property
+    def token_dim(self) -> int:
+        return self.units
+
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         return NormedMLP.dreamerv3(self.layers, self.units)(symlog(jnp.asarray(obs, jnp.float32)))
+
+    @staticmethod
+    def stored(obs: jax.Array) -> jax.Array:
+        """What the replay keeps of an observation: float32 features."""
+        return obs.astype(jnp.float32)
+
+
+class VectorDecoder(MLPHead):
+    """The vector decoder: an MLP head predicting symlog(obs) (rssm.py Decoder, vector keys)."""
+
+    def loss(self, recon: jax.Array, obs: jax.Array) -> jax.Array:
+        """Symlog squared error summed over features (the reference's symlog MSE)."""
+        return jnp.sum(jnp.square(recon - jax.lax.stop_gradient(symlog(obs))), axis=-1)
 
 
 class Actor(nn.Module):
@@ -81,20 +99,31 @@ class Nets:
     """The agent's modules (static): build with :meth:`create`, apply with :meth:`apply`."""
 
     rssm: RSSM
-    enc: Encoder
-    dec: MLPHead
+    enc: Encoder | ConvEncoder
+    dec: VectorDecoder | ConvDecoder
     rew: MLPHead
     con: MLPHead
     pol: Actor
     val: MLPHead
 
     @classmethod
-    def create(cls, cfg: DreamerV3Config, obs_dim: int, action_dim: int, discrete: bool) -> Nets:
+    def create(
+        cls, cfg: DreamerV3Config, obs_dim: int, action_dim: int, discrete: bool,
+        image_shape: tuple[int, int, int] | None = None,
+    ) -> Nets:  # fmt: skip
+        """The modules for ``obs_dim`` features, or for images of ``image_shape`` (H, W, C):
+        the CNN encoder and decoder (:mod:`~ajax.agents.dreamerv3.conv`) at the preset's depth."""
         u = cfg.arch.units
+        if image_shape is None:
+            enc, dec = Encoder(cfg.enc_layers, u), VectorDecoder(cfg.dec_layers, u, obs_dim, 1.0)
+        else:
+            depth, deter = cfg.arch.depth, cfg.arch.deter
+            enc = ConvEncoder(tuple(image_shape), depth)
+            dec = ConvDecoder(tuple(image_shape), depth, u, deter)
         return cls(
             rssm=RSSM(cfg.rssm(action_dim, discrete)),
-            enc=Encoder(cfg.enc_layers, u),
-            dec=MLPHead(cfg.dec_layers, u, obs_dim, 1.0),
+            enc=enc,
+            dec=dec,
             rew=MLPHead(cfg.head_layers, u, cfg.bins, 0.0),
             con=MLPHead(cfg.head_layers, u, 1, 1.0),
             pol=Actor(cfg.ac_layers, u, action_dim, discrete, cfg.minstd, cfg.maxstd, cfg.unimix),
@@ -111,7 +140,7 @@ class Nets:
         keys = dict(zip(MODULES, jax.random.split(key, len(MODULES)), strict=True))
         state = initial_state(c, 1)
         action = jnp.zeros((1, c.action_dim), jnp.float32)
-        tokens = jnp.zeros((1, self.enc.units), jnp.float32)
+        tokens = jnp.zeros((1, self.enc.token_dim), jnp.float32)
         feat = jnp.zeros((1, c.deter + c.stoch * c.classes), jnp.float32)
         init = lambda name, *args: getattr(self, name).init(keys[name], *args)["params"]
         return {

@@ -57,6 +57,7 @@ from ajax.agents.tdmpc2.update import (
 from ajax.environments.registry import HOST_FAMILIES, resolve_env_id
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.host_loop import HostReplayRun
+from ajax.training.memory import replay_nbytes
 
 
 class TDMPC2(Algorithm):
@@ -99,6 +100,11 @@ class TDMPC2(Algorithm):
         agent = replay_agent(self.config, self.env, total_steps)
         per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
         return HostReplayRun(self, agent, seeds, per_chunk)
+
+    def replay_nbytes(self, total_steps: int) -> int:
+        spec = self.env.spec
+        agent = replay_agent(self.config, self.env, total_steps)
+        return replay_nbytes(agent, spec, self.config.n_envs)
 
     def policy(self):
         """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""
