@@ -163,6 +163,12 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "sac", "--tau", "2.0"], "SACConfig.tau = 2.0 is invalid: it must be in (0, 1]"),
         (["train", "dreamerv3", "--steps", "100000000", "--buffer-size", "100000000"],
          "lower --buffer-size"),
+        (["train", "dreamerv3", "--env", "CartPole-v1", "--frame-stack", "3"],
+         "frame_stack needs image observations"),
+        (["train", "dreamerv3", "--env", "Breakout-MinAtar", "--grayscale"],
+         "grayscale needs RGB images"),
+        (["train", "dreamerv3", "--env", "CartPole-v1", "--pixels"],
+         "pixels= renders dm_control cameras"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["eval"], "usage: ajax eval DIR"),
     ],
@@ -172,7 +178,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "env", "sac-discrete", "td3-discrete", "asac-discrete", "avg-discrete",
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
-        "config-field", "config-value", "replay-too-large", "command", "eval-usage",
+        "config-field", "config-value", "replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
+        "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):
@@ -218,3 +225,19 @@ def test_python_dash_m_ajax_subprocess():
     assert bad.returncode == 2
     errors = [ln for ln in bad.stderr.splitlines() if ln.startswith("ajax: error:")]
     assert len(errors) == 1 and "continuous" in errors[0]
+
+
+def test_image_flags_are_recorded_for_resume_and_eval():
+    """`--pixels --frame-stack 3 --resize 64` go into run.json's env_options (what resume and
+    eval rebuild the env with); a run without them records none, so run dirs from before the
+    field existed keep their identity."""
+    from ajax.cli import TrainArgs
+    from ajax.training.run import RunSpec, identity
+
+    args = TrainArgs(pixels=True, frame_stack=3, resize=64)
+    assert args.env_options() == {"pixels": True, "frame_stack": 3, "resize": [64, 64]}
+    assert TrainArgs().env_options() == {}
+    plain = identity(RunSpec(agent="sac", env="Pendulum-v1", steps=10))
+    assert "env_options" not in plain
+    spec = RunSpec(agent="sac", env="Pendulum-v1", steps=10, env_options=args.env_options())
+    assert identity(spec)["env_options"]["frame_stack"] == 3

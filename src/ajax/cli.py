@@ -62,14 +62,28 @@ class TrainArgs:
     progress: bool = True
     wandb_project: str | None = None
     devices: int = 1
+    pixels: bool = False
+    frame_stack: int = 1
+    resize: int | None = None
+    grayscale: bool = False
+
+    def env_options(self) -> dict:
+        """The image options given (make_env's ``pixels``, ``frame_stack``, ``resize``,
+        ``grayscale``), as run.json records them; defaults are left out."""
+        options = {"pixels": self.pixels, "frame_stack": self.frame_stack,
+                   "resize": None if self.resize is None else [self.resize, self.resize],
+                   "grayscale": self.grayscale}  # fmt: skip
+        default = {"pixels": False, "frame_stack": 1, "resize": None, "grayscale": False}
+        return {k: v for k, v in options.items() if v != default[k]}
 
 
-def _make_algo(agent: str, env: str, config):
+def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
     agents = _agents()
     if agent not in agents:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in (env_options or {}).items()}
     try:
-        return agents[agent](env=env, config=config)
+        return agents[agent](env=env, config=config, **options)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from err
 
@@ -102,7 +116,7 @@ def cmd_train(argv: list[str]) -> int:
         config = parse_flags(config_cls, config_args, config_cls()) if config_args else config_cls()
     except ValueError as err:
         raise UsageError(str(err)) from err
-    algo = _make_algo(agent, args.env, config)
+    algo = _make_algo(agent, args.env, config, args.env_options())
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
     try:
@@ -114,6 +128,7 @@ def cmd_train(argv: list[str]) -> int:
             n_seeds=args.n_seeds,
             checkpoint_every=args.checkpoint_every,
             config=dataclasses.asdict(config),
+            env_options=args.env_options(),
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -208,7 +223,7 @@ def cmd_resume(argv: list[str]) -> int:
         spec = load_spec(out)
     except FileNotFoundError as err:
         raise UsageError(str(err)) from err
-    algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config))
+    algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config), spec.env_options)
     _check_devices(devices, spec.n_seeds, algo.is_jax)
     summary, _ = execute(
         algo, spec, out, resume=True, ignore_version=ignore_version, devices=devices

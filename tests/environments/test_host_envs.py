@@ -86,3 +86,25 @@ def test_host_normalize_observation_and_options():
         make_env("gymnasium:Pendulum-v1", pid_error_fn=lambda o: o[0])
     with pytest.raises(ValueError, match="bounded Box"):
         make_env("gymnasium:CartPole-v1", rescale_actions=True)
+
+
+def test_dmc_pixels_render_the_camera_as_flat_unit_floats():
+    """``pixels=True``: 64 x 64 RGB frames of camera 0 (headless: OSMesa or EGL), flat floats
+    in [0, 1] that move with the cart; the time limit still truncates and auto-resets."""
+    env = make_env("dmc:cartpole-swingup", n_envs=2, pixels=True, max_episode_steps=3)
+    assert env.spec.image_shape == (64, 64, 3) and env.spec.observation_shape == (12288,)
+    ts = env.reset(seed=0)
+    first = ts.obs
+    assert first.shape == (2, 12288) and first.dtype == np.float32
+    assert 0.0 <= first.min() and first.max() <= 1.0 and first.std() > 0.05
+    np.testing.assert_allclose(first * 255, np.round(first * 255), atol=1e-3)  # bytes / 255
+    for _ in range(3):
+        ts = env.step(np.ones((2, 1)))
+    assert ts.truncated.all()
+    assert np.abs(ts.final_obs - first).max() > 0.1  # the pushed cart moved in the image
+    env.close()
+
+
+def test_pixels_only_for_dm_control():
+    with pytest.raises(ValueError, match="pixels= renders dm_control cameras"):
+        make_env("Pendulum-v1", pixels=True)

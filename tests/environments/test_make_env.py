@@ -158,6 +158,7 @@ def test_list_envs_reports_families_ids_and_blocked():
     assert {"Breakout-MinAtar", "SpaceInvaders-MinAtar"} <= set(images)
     assert "Pendulum-v1" not in images and "dreamerv3" in images["Breakout-MinAtar"]
     assert "Breakout-MinAtar  (image obs: 10 x 10" in format_env_listing(infos)
+    assert "--pixels" in infos["dmc"]["note"] and not infos["gymnax"]["note"]
     text = format_env_listing(infos, max_ids=2)
     assert "gymnax [jax] available" in text and "dmc [host] available" in text
     assert "more" in text

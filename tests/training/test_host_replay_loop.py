@@ -176,3 +176,18 @@ def test_host_replay_agents_train_resume_and_eval_through_the_cli(tmp_path, monk
     assert main(["resume", str(out)]) == 0
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [10, 20]
     assert main(["eval", str(out), "--episodes", "1"]) == 0
+
+
+@pytest.mark.slow  # ~2-4 CPU min: the 64 x 64 CNN compiles, every tick renders
+def test_dreamerv3_trains_from_rendered_dm_control_pixels():
+    """DreamerV3 on dmc:cartpole-swingup with pixels=True (the reference's four CNN stages on
+    64 x 64 x 3): the host loop stores uint8 frames and the losses stay finite."""
+    cfg = DreamerV3Config.preset(
+        "1m", batch_size=2, batch_length=4, train_ratio=16.0, eval_freq=30, eval_episodes=1
+    )
+    algo = DreamerV3("dmc:cartpole-swingup", cfg, pixels=True, max_episode_steps=10)
+    result = algo.train(seed=0, total_steps=30, n_seeds=1)
+    replay = result.state.replay
+    assert replay.rows["obs"].dtype == jnp.uint8 and replay.rows["obs"].shape[-1] == 12288
+    assert int(result.state.agent.updates) >= 2
+    assert np.all(np.isfinite(result.metrics["loss/rec"]))

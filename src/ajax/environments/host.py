@@ -194,32 +194,61 @@ class DMCSimulator:
     """A dm_control suite task; ``LAST`` with discount 0 is termination, else truncation.
 
     The time limit is counted here (the suite's own is disabled) so that it is exact in
-    agent steps.
+    agent steps. With ``pixels`` the observation is the task's camera rendered at
+    ``size`` x ``size`` RGB, as floats in [0, 1] (camera 2 for quadruped, else 0: the camera
+    DreamerV3's and TD-MPC2's DMC-vision runs use); headless machines render through OSMesa
+    or EGL (:func:`~ajax.environments.host.headless_gl`).
     """
 
-    def __init__(self, domain: str, task: str, max_episode_steps: int, seed: int = 0):
+    def __init__(self, domain: str, task: str, max_episode_steps: int, seed: int = 0,
+                 pixels: bool = False, size: int = 64):  # fmt: skip
         from dm_control import suite
 
         kwargs = {"random": seed, "time_limit": float("inf")}
         self.env = suite.load(domain, task, task_kwargs=kwargs)
         self.limit = max_episode_steps
         self.t = 0
+        self.pixels, self.size = pixels, size
+        self.camera = 2 if domain == "quadruped" else 0
+
+    def _obs(self, ts) -> np.ndarray:
+        if not self.pixels:
+            return _flat(ts.observation)
+        frame = self.env.physics.render(self.size, self.size, camera_id=self.camera)
+        return (np.asarray(frame, np.float32) / 255.0).ravel()
 
     def reset(self, seed: int | None) -> np.ndarray:
         if seed is not None:
             self.env.task.random.seed(seed)
         self.t = 0
-        return _flat(self.env.reset().observation)
+        return self._obs(self.env.reset())
 
     def step(self, action: np.ndarray) -> HostStep:
         ts = self.env.step(np.asarray(action, np.float64))
         self.t += 1
         terminated = ts.last() and ts.discount == 0.0
         truncated = (ts.last() and not terminated) or self.t >= self.limit
-        return HostStep(_flat(ts.observation), float(ts.reward), terminated, truncated)
+        return HostStep(self._obs(ts), float(ts.reward), terminated, truncated)
 
     def close(self) -> None:
+        if self.pixels:  # free the GL contexts now: at interpreter exit their thread is gone
+            self.env.physics.free()
         self.env.close()
+
+
+def headless_gl() -> None:
+    """Pick dm_control's renderer before it is first imported (it reads ``MUJOCO_GL`` once):
+    without a display and without a choice made by the user, OSMesa where its library is
+    installed (the README's set-up installs it), else EGL."""
+    import ctypes.util
+    import os
+
+    if "MUJOCO_GL" in os.environ or os.environ.get("DISPLAY"):
+        return
+    os.environ["MUJOCO_GL"] = "osmesa" if ctypes.util.find_library("OSMesa") else "egl"
+
+
+headless_gl()  # at import: any later dm_control import (listing, make_env) then renders
 
 
 def _space(space: Any) -> Box | Discrete:
@@ -255,23 +284,27 @@ def make_dmc(
     n_envs: int = 1,
     action_repeat: int = 1,
     max_episode_steps: int | None = None,
+    pixels: bool = False,
 ) -> HostVecEnv:
-    """``n_envs`` copies of ``dm_control.suite.load(domain, task)``; env ``i`` seeded ``i``."""
+    """``n_envs`` copies of ``dm_control.suite.load(domain, task)``; env ``i`` seeded ``i``;
+    ``pixels``: 64 x 64 RGB camera images instead of the state features."""
     from dm_control import suite
 
     probe = suite.load(domain, task)
     # dm_control exposes the default limit only as this attribute (time_limit / control dt).
     limit = max_episode_steps or int(round(probe._step_limit))
     spec = probe.action_spec()
-    obs = _flat(probe.reset().observation)
+    size = 64
+    obs_shape = (size * size * 3,) if pixels else _flat(probe.reset().observation).shape
     env_spec = EnvSpec(
         env_id=f"dmc:{domain}-{task}",
         family="dmc",
-        observation_shape=obs.shape,
+        observation_shape=obs_shape,
+        image_shape=(size, size, 3) if pixels else None,
         action_space=Box.from_arrays(spec.minimum, spec.maximum, spec.shape),
         max_episode_steps=limit,
         dt=float(probe.control_timestep()),
     )
     probe.close()
-    sims = [DMCSimulator(domain, task, limit, seed=i) for i in range(n_envs)]
+    sims = [DMCSimulator(domain, task, limit, i, pixels, size) for i in range(n_envs)]
     return HostVecEnv(sims, env_spec, action_repeat)

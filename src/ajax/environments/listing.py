@@ -21,6 +21,7 @@ class FamilyInfo(TypedDict):
       ids: every id, as :func:`~ajax.environments.make_env` accepts it (empty if unavailable).
       blocked: ids that are registered but cannot be built here, with the reason.
       images: ids whose observations are images, with what they are and which agents take them.
+      note: what the family offers beyond its ids (dmc: rendered pixels), or ``""``.
     """
 
     jax: bool
@@ -29,10 +30,15 @@ class FamilyInfo(TypedDict):
     ids: tuple[str, ...]
     blocked: dict[str, str]
     images: dict[str, str]
+    note: str
 
 
 # MinAtar (gymnax): 10 x 10 planes, one channel per object kind, values 0/1.
 MINATAR_IMAGES = "image obs: 10 x 10 channel planes; agents: dreamerv3 (CNN), dqn, pqn"
+DMC_PIXELS = (
+    "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)); "
+    "headless rendering needs OSMesa (libosmesa6, installed by `make`) or EGL; agents: dreamerv3"
+)
 
 
 def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
@@ -55,6 +61,7 @@ def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
             ids=ids,
             blocked=blocked,
             images={i: MINATAR_IMAGES for i in ids if i.endswith("-MinAtar")},
+            note=DMC_PIXELS if family == "dmc" else "",
         )
     return infos
 
@@ -67,6 +74,8 @@ def format_env_listing(infos: dict[str, FamilyInfo], max_ids: int | None = None)
         status = "available" if info["available"] else f"NOT available ({info['reason']})"
         ids = info["ids"]
         lines.append(f"{name} [{kind}] {status}: {len(ids)} ids")
+        if info["note"]:
+            lines.append(f"  ({info['note']})")
         shown = ids if max_ids is None else ids[:max_ids]
         for env_id in shown:
             reason, image = info["blocked"].get(env_id), info["images"].get(env_id)

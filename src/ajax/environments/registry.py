@@ -68,6 +68,7 @@ class EnvConfig:
         (:class:`~ajax.environments.image_wrappers.ResizeImage`).
       grayscale: image envs: RGB to one luma channel.
       frame_stack: image envs: stack the last k frames on the channel axis (1: none).
+      pixels: dmc only: 64 x 64 RGB camera images as the observation (``image_shape`` set).
       backend: brax only: the physics pipeline (default ``generalized``).
       config_overrides: playground only: merged over ``{"impl": "jax"}``.
     """
@@ -84,6 +85,7 @@ class EnvConfig:
     resize: tuple[int, int] | None = None
     grayscale: bool = False
     frame_stack: int = 1
+    pixels: bool = False
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
@@ -103,6 +105,11 @@ class EnvConfig:
             raise ValueError(
                 "resize=, grayscale= and frame_stack= apply to JAX image envs (e.g. "
                 "Breakout-MinAtar); host envs give no images yet: drop them"
+            )
+        if self.pixels and family != "dmc":
+            raise ValueError(
+                f"pixels= renders dm_control cameras (dmc:<domain>-<task>); {family} envs "
+                "have no renderer here: drop it (MinAtar ids already give images)"
             )
         if self.pid_dt is not None and self.pid_error_fn is None:
             raise ValueError("pid_dt= needs pid_error_fn=")
@@ -246,7 +253,7 @@ def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
         env: HostEnv = make_gymnasium(name, n, repeat, limit)
     else:
         domain, _, task = name.partition("-")
-        env = make_dmc(domain, task, n, repeat, limit)
+        env = make_dmc(domain, task, n, repeat, limit, config.pixels)
     if config.rescale_actions:
         env = HostRescaleAction(env)
     if config.normalize_obs:

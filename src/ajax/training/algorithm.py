@@ -187,10 +187,13 @@ class Algorithm:
         run = self.host_run(total_steps, list(range(seed, seed + n_seeds)))
         n_chunks = n_chunks_for(total_steps, run.steps_per_chunk)
         records = []
-        for _ in range(n_chunks):
-            records.append(run.run_chunk())
-            if on_record is not None:
-                on_record(records[-1])
+        try:
+            for _ in range(n_chunks):
+                records.append(run.run_chunk())
+                if on_record is not None:
+                    on_record(records[-1])
+        finally:
+            run.close()
         stacked = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *records)  # [seeds, chunks]
         state = run.state
         if n_seeds == 1:

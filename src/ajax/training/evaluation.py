@@ -22,7 +22,7 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
     if latest_step(ckpt) is None:
         raise FileNotFoundError(f"{out} has no checkpoint to evaluate yet")
     check_identity(spec, ckpt, ignore_version=True)
-    algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config))
+    algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config), spec.env_options)
     keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
     eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
     if not algo.is_jax:
@@ -62,6 +62,5 @@ def _evaluate_host(algo, spec, ckpt: Path, episodes: int, keys) -> list[float]:
         returns = host_evaluate(eval_env, run.policy, run._act, state.agent, keys, len(seeds))
     finally:
         eval_env.close()
-        run.env.close()
-        run.eval_env.close()
+        run.close()
     return returns.tolist()

@@ -109,6 +109,11 @@ class HostRun:
         """After a restore: the simulators' episodes restart (their state is not checkpointed).
         The off-policy and on-policy runs read the simulators' reset as they are."""
 
+    def close(self) -> None:
+        """Close the simulators (renderers free their GL contexts here, not at exit)."""
+        self.env.close()
+        self.eval_env.close()
+
     def evaluate(self, agent_states, key) -> np.ndarray:
         if isinstance(self.eval_env, HostNormalizeObservation):  # normalise as training does
             self.eval_env.moments, self.eval_env.frozen = self.env.moments, True

@@ -46,6 +46,8 @@ class RunSpec(Validated):
     n_seeds: int = 1
     checkpoint_every: int = 5
     config: dict = dataclasses.field(default_factory=dict, hash=False)
+    # make_env options beyond the id (the CLI's image flags: pixels, frame_stack, resize, ...)
+    env_options: dict = dataclasses.field(default_factory=dict, hash=False)
 
     RULES = {
         "steps": positive(),
@@ -103,6 +105,7 @@ def load_spec(out: Path) -> RunSpec:
         not isinstance(data, dict)
         or set(data) - set(fields)
         or not isinstance(data.get("config", {}), dict)
+        or not isinstance(data.get("env_options", {}), dict)
     ):
         extra = sorted(set(data) - set(fields)) if isinstance(data, dict) else type(data).__name__
         raise RunDirError(f"{path} has unexpected content ({extra}); it holds the fields {fields}")
@@ -125,6 +128,8 @@ def identity(spec: RunSpec) -> dict:
         ajax_version = "unknown"
     fields = dataclasses.asdict(spec)
     fields.pop("checkpoint_every")
+    if not fields["env_options"]:  # runs from before the field existed recorded none
+        fields.pop("env_options")
     return jsonable({**fields, "ajax_version": ajax_version})
 
 
@@ -297,6 +302,8 @@ def execute(
         raise
     finally:
         logger.close()
+        if not algo.is_jax:
+            run.close()
     records = read_jsonl(out / "metrics.jsonl") if out is not None else logger.records
     last = records[-1].get("eval_returns") if records else None
     final = np.asarray(last if isinstance(last, list) else [np.nan] * spec.n_seeds, dtype=float)
