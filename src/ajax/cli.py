@@ -247,10 +247,13 @@ def cmd_check(argv: list[str]) -> int:
 
 
 def cmd_eval(argv: list[str]) -> int:
-    from ajax.training.evaluation import evaluate_run
+    from ajax.training.evaluation import evaluate_run, record_video
 
+    usage = "usage: ajax eval DIR [--episodes N] [--video]"
+    video = "--video" in argv
+    argv = [a for a in argv if a != "--video"]
     if not argv:
-        raise UsageError("usage: ajax eval DIR [--episodes N]")
+        raise UsageError(usage)
     out, episodes = Path(argv[0]), 10
     if len(argv) == 3 and argv[1] == "--episodes":
         try:
@@ -258,19 +261,41 @@ def cmd_eval(argv: list[str]) -> int:
         except ValueError:
             raise UsageError(f"--episodes needs a positive integer, got {argv[2]!r}") from None
     elif len(argv) != 1:
-        raise UsageError("usage: ajax eval DIR [--episodes N]")
+        raise UsageError(usage)
     if episodes <= 0:
         raise UsageError(f"--episodes must be positive, got {episodes}")
+    if video:
+        _check_video(out)
     try:
         returns = evaluate_run(out, episodes, _make_algo, _config_from)
-    except FileNotFoundError as err:
+        gif = record_video(out, _make_algo, _config_from) if video else None
+    except (FileNotFoundError, ValueError) as err:
         raise UsageError(str(err)) from err
     per_seed = ", ".join(f"{r:.2f}" for r in returns)
     print(
         f"eval return over {episodes} episodes: mean {sum(returns) / len(returns):.2f} "
         f"(per seed: {per_seed})"
     )
+    if gif is not None:
+        print(f"video of one episode (first seed): {gif}")
     return 0
+
+
+def _check_video(out: Path) -> None:
+    """Refuse ``--video`` for a run on a vector env before evaluating anything."""
+    from ajax.training.run import load_spec
+
+    try:
+        spec = load_spec(out)
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from err
+    algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config),
+                      spec.env_options)  # fmt: skip
+    if algo.env.spec.image_shape is None:
+        raise UsageError(
+            f"--video needs an image env ({spec.env!r} gives vectors): e.g. Breakout-MinAtar, "
+            "or a dmc: id with --pixels"
+        )
 
 
 def cmd_envs(argv: list[str]) -> int:

@@ -1,8 +1,9 @@
-"""``ajax eval``: deterministic evaluation of a run's newest checkpoint."""
+"""``ajax eval``: deterministic evaluation of a run's newest checkpoint (and its video)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +14,17 @@ from ajax.training.checkpoint import latest_step, restore_newest_good
 from ajax.training.loop import evaluate
 
 
-def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float]:
-    """Mean return of ``episodes`` deterministic episodes per seed of the run in ``out``."""
+class Restored(NamedTuple):
+    """A run rebuilt from ``run.json`` with its newest good checkpoint (leading seed axis)."""
+
+    spec: Any
+    algo: Any
+    state: Any
+    host_run: Any  # the HostRun the state was restored into (host envs), else None
+
+
+def restore_run(out: Path, make_algo, config_from) -> Restored:
+    """The run in ``out`` and its newest good checkpoint (FileNotFoundError if none)."""
     from ajax.training.run import check_identity, load_spec, warn
 
     spec = load_spec(out)
@@ -23,44 +33,68 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
         raise FileNotFoundError(f"{out} has no checkpoint to evaluate yet")
     check_identity(spec, ckpt, ignore_version=True)
     algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config), spec.env_options)
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
-    eval_keys = jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
-    if not algo.is_jax:
-        return _evaluate_host(algo, spec, ckpt, episodes, eval_keys)
-    chunks = algo.make_chunks(spec.steps)
-    template = jax.jit(jax.vmap(chunks.init))(keys)
+    host_run = None
+    if algo.is_jax:
+        keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
+        template = jax.jit(jax.vmap(algo.make_chunks(spec.steps).init))(keys)
+    else:
+        host_run = algo.host_run(spec.steps, list(range(spec.seed, spec.seed + spec.n_seeds)))
+        template = host_run.state
     step, state = restore_newest_good(ckpt, template, move_damaged=False, warn=warn)
     if step is None:
+        if host_run is not None:
+            host_run.close()
         raise FileNotFoundError(f"{out} has no good checkpoint to evaluate ('ajax check {out}')")
-    policy = algo.policy()
+    return Restored(spec, algo, state, host_run)
+
+
+def _eval_keys(spec) -> jax.Array:
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
+    return jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
+
+
+def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float]:
+    """Mean return of ``episodes`` deterministic episodes per seed of the run in ``out``."""
+    run = restore_run(out, make_algo, config_from)
+    if run.host_run is not None:
+        return _evaluate_host(run, episodes)
+    algo, policy = run.algo, run.algo.policy()
 
     @jax.jit
     @jax.vmap
-    def run(agent_state, env_state, key):
+    def evaluate_seed(agent_state, env_state, key):
         return evaluate(algo.eval_env, policy, agent_state, key, episodes, env_state)
 
-    env_state = getattr(state, "env_state", None)  # the training env's: its obs moments
-    return np.asarray(run(state.agent, env_state, eval_keys)).tolist()
+    env_state = getattr(run.state, "env_state", None)  # the training env's: its obs moments
+    return np.asarray(evaluate_seed(run.state.agent, env_state, _eval_keys(run.spec))).tolist()
 
 
-def _evaluate_host(algo, spec, ckpt: Path, episodes: int, keys) -> list[float]:
-    """:func:`evaluate_run` on a host env: the run's learner restored into a fresh
-    :meth:`~ajax.training.algorithm.Algorithm.host_run`, one episode on each of ``episodes``
-    simulators per seed (:func:`~ajax.training.host_loop.host_evaluate`). Host runs keep no
-    observation moments in their checkpoints, so a ``normalize_obs`` run evaluates with fresh
-    ones."""
+def _evaluate_host(run: Restored, episodes: int) -> list[float]:
+    """:func:`evaluate_run` on a host env: one episode on each of ``episodes`` simulators per
+    seed (:func:`~ajax.training.host_loop.host_evaluate`). Host runs keep no observation
+    moments in their checkpoints, so a ``normalize_obs`` run evaluates with fresh ones."""
     from ajax.training.host_loop import host_evaluate
-    from ajax.training.run import warn
 
-    seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
-    run = algo.host_run(spec.steps, seeds)
-    step, state = restore_newest_good(ckpt, run.state, move_damaged=False, warn=warn)
-    if step is None:
-        raise FileNotFoundError(f"{ckpt.parent} has no good checkpoint to evaluate")
+    algo, host = run.algo, run.host_run
     eval_env = make_env(algo.env_id, n_envs=episodes, **algo.env_options)
     try:
-        returns = host_evaluate(eval_env, run.policy, run._act, state.agent, keys, len(seeds))
+        returns = host_evaluate(eval_env, host.policy, host._act, run.state.agent,
+                                _eval_keys(run.spec), run.spec.n_seeds)  # fmt: skip
     finally:
         eval_env.close()
-        run.close()
+        host.close()
     return returns.tolist()
+
+
+def record_video(out: Path, make_algo, config_from, max_frames: int = 500) -> Path:
+    """``out/eval.gif``: one deterministic episode of the first seed's policy."""
+    from ajax.training.video import record_episode, to_rgb, write_gif
+
+    run = restore_run(out, make_algo, config_from)
+    if run.host_run is not None:
+        run.host_run.close()
+    agent = jax.tree.map(lambda x: x[0], run.state.agent)
+    frames = record_episode(run.algo, agent, _eval_keys(run.spec)[0], max_frames)
+    path = out / "eval.gif"
+    write_gif(path, to_rgb(frames))
+    return path

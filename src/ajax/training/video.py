@@ -1,0 +1,95 @@
+"""``ajax eval DIR --video``: one deterministic episode of an image env as an animated GIF.
+
+The frames are the observations the agent acted on (image envs only: MinAtar's channel
+planes, rendered dm_control pixels), so the video shows exactly what the policy saw.
+Channel planes (MinAtar: one 0/1 plane per object kind) are painted one colour per channel;
+one channel is grey, three are RGB. Small frames are enlarged (nearest) to at least 160 px.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.environments import make_env
+from ajax.training.loop import Tick
+from ajax.training.rollout import to_env_action
+
+# Distinct colours for channel planes, in channel order (a later channel paints over).
+PALETTE = np.array(
+    [[230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48],
+     [145, 30, 180], [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 212]],
+    np.uint8,
+)  # fmt: skip
+
+
+def to_rgb(images: np.ndarray, min_size: int = 160) -> np.ndarray:
+    """Frames [T, H, W, C] in [0, 1] as uint8 RGB [T, H s, W s, 3], s = enlargement."""
+    images = np.clip(np.asarray(images, np.float32), 0.0, 1.0)
+    c = images.shape[-1]
+    if c == 3:
+        rgb = (images * 255).round().astype(np.uint8)
+    elif c == 1:
+        rgb = np.repeat((images * 255).round().astype(np.uint8), 3, axis=-1)
+    else:
+        rgb = np.zeros((*images.shape[:-1], 3), np.uint8)
+        for k in range(c):
+            rgb[images[..., k] > 0.5] = PALETTE[k % len(PALETTE)]
+    scale = max(1, -(-min_size // max(images.shape[1:3])))
+    return rgb.repeat(scale, axis=1).repeat(scale, axis=2)
+
+
+def write_gif(path: Path, frames: np.ndarray, fps: int = 15) -> None:
+    """Frames [T, H, W, 3] uint8 as a looping GIF, written atomically (temp file, rename)."""
+    from PIL import Image
+
+    images = [Image.fromarray(f) for f in frames]
+    tmp = path.with_name(f".{path.name}.tmp")
+    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                   duration=int(1000 / fps), loop=0)  # fmt: skip
+    os.replace(tmp, path)
+
+
+def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) -> np.ndarray:
+    """The observations [T, H, W, C] of one deterministic episode of ``algo``'s policy.
+
+    ``agent_state`` is one seed's. Refuses envs without images (nothing to show).
+    """
+    image_shape = algo.env.spec.image_shape
+    if image_shape is None:
+        raise ValueError(
+            f"--video needs an image env ({algo.env_id!r} gives vectors): e.g. "
+            "Breakout-MinAtar, or a dmc: id with --pixels"
+        )
+    env = make_env(algo.env_id, n_envs=1, **algo.env_options)
+    policy = algo.policy()
+    act = jax.jit(policy.act, static_argnums=4)
+    key, k_reset = jax.random.split(key)
+    if algo.is_jax:
+        ts = jax.jit(env.reset)(k_reset)
+        step = jax.jit(env.step)
+    else:
+        ts = env.reset(seed=0)
+    carry, frames, no = policy.init(1), [], jnp.zeros((1,), bool)
+    first, reward = jnp.ones((1,), bool), jnp.zeros((1,), jnp.float32)
+    try:
+        for _ in range(max_frames):
+            frames.append(np.asarray(ts.obs[0]).reshape(image_shape))
+            key, k_act, k_env = jax.random.split(key, 3)
+            tick = Tick(jnp.asarray(ts.obs), reward, first, no, no)
+            action, carry = act(agent_state, carry, tick, k_act, True)
+            env_action = to_env_action(env, action)
+            ts = step(k_env, ts.state, env_action) if algo.is_jax else env.step(
+                np.asarray(env_action))  # fmt: skip
+            if bool(np.asarray(ts.terminated | ts.truncated)[0]):
+                frames.append(np.asarray(ts.final_obs[0]).reshape(image_shape))
+                break
+            first, reward = no, jnp.asarray(ts.reward, jnp.float32)
+    finally:
+        if not algo.is_jax:
+            env.close()
+    return np.stack(frames)
