@@ -169,6 +169,9 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
          "grayscale needs RGB images"),
         (["train", "dreamerv3", "--env", "CartPole-v1", "--pixels"],
          "pixels= renders dm_control cameras"),
+        (["train", "ppo", "--env", "Breakout-MinAtar"], "ppo has no image encoder"),
+        (["train", "tdmpc2", "--env", "dmc:cartpole-swingup", "--pixels", "--model-size", "1"],
+         "pixel encoder gives 512 features"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["eval"], "usage: ajax eval DIR"),
     ],
@@ -179,7 +182,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
         "config-field", "config-value", "replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
-        "command", "eval-usage",
+        "ppo-images", "tdmpc2-pixels", "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):

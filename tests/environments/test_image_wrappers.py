@@ -9,6 +9,8 @@ import pytest
 
 from ajax import make_env
 from ajax.environments.core import SimEnv, SimStep
+from ajax.environments.host import HostStep, HostVecEnv
+from ajax.environments.host_wrappers import HostFrameStack
 from ajax.environments.image_wrappers import FrameStack, GrayscaleImage, ResizeImage
 from ajax.environments.types import Discrete, EnvSpec
 
@@ -82,7 +84,46 @@ def test_image_options_refused_where_they_cannot_apply():
         make_env("Pendulum-v1", frame_stack=3)
     with pytest.raises(ValueError, match="grayscale needs RGB images .*4 channels"):
         make_env("Breakout-MinAtar", grayscale=True)
-    with pytest.raises(ValueError, match="host envs give no images yet"):
+    with pytest.raises(ValueError, match="host envs render 64 x 64 RGB"):
         make_env("gymnasium:CartPole-v1", resize=(64, 64))
+    with pytest.raises(ValueError, match="frame_stack needs image observations"):
+        make_env("gymnasium:CartPole-v1", frame_stack=3)
     with pytest.raises(ValueError, match="frame_stack must be an int >= 1"):
         make_env("Breakout-MinAtar", frame_stack=0)
+
+
+class HostFrameSim:
+    """:class:`FrameSim` stepped on the host."""
+
+    def __init__(self):
+        self.sim, self.t = FrameSim(), None
+
+    def reset(self, seed):
+        first = self.sim.init(None)
+        self.t = first.state
+        return np.asarray(first.obs)
+
+    def step(self, action):
+        nxt = self.sim.transition(None, self.t, action)
+        self.t = nxt.state
+        return HostStep(np.asarray(nxt.obs), 1.0, bool(nxt.terminated), False)
+
+    def close(self):
+        pass
+
+
+def test_host_frame_stack_equals_the_jax_frame_stack_and_holds_idle_envs():
+    spec = EnvSpec("frames", "probe", (12,), Discrete(2), 10, image_shape=(2, 2, 3))
+    host = HostFrameStack(HostVecEnv([HostFrameSim(), HostFrameSim()], spec), 3)
+    jax_env = FrameStack(_env(2), 3)
+    assert host.spec.image_shape == jax_env.spec.image_shape == (2, 2, 9)
+    ts_h, ts_j = host.reset(0), jax_env.reset(jax.random.PRNGKey(0))
+    for i in range(5):
+        np.testing.assert_array_equal(ts_h.obs, ts_j.obs)
+        np.testing.assert_array_equal(ts_h.final_obs, ts_j.final_obs)
+        ts_h = host.step(np.zeros(2, np.int32))
+        ts_j = jax_env.step(jax.random.PRNGKey(i), ts_j.state, jnp.zeros((2,), jnp.int32))
+    before = host.frames.copy()
+    host.step(np.zeros(2, np.int32), active=np.array([False, True]))
+    np.testing.assert_array_equal(host.frames[0], before[0])  # idle: its stack stays
+    assert not np.array_equal(host.frames[1], before[1])

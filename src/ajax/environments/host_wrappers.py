@@ -1,4 +1,5 @@
-"""Host-side counterparts of the JAX wrappers: action rescaling and observation normalisation.
+"""Host-side counterparts of the JAX wrappers: action rescaling, observation normalisation
+and frame stacking.
 
 They apply the same rules as :class:`~ajax.environments.wrappers.RescaleAction` and
 :class:`~ajax.environments.normalize.NormalizeObservation` (the same functions, on numpy
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ajax.environments.image_wrappers import _image_shape, stack_frames
 from ajax.environments.normalize import (
     ObsMoments,
     initial_moments,
@@ -90,3 +92,40 @@ class HostNormalizeObservation(HostWrapper):
         prefix = self.spec.raw_obs_prefix
         norm = lambda x: normalize_obs(self.moments, x, prefix, self.clip, self.eps)
         return ts.replace(obs=norm(ts.obs), final_obs=norm(ts.final_obs))
+
+
+class HostFrameStack(HostWrapper):
+    """:class:`~ajax.environments.image_wrappers.FrameStack` for host image envs (rendered
+    dm_control pixels): the same :func:`~ajax.environments.image_wrappers.stack_frames` rule on
+    numpy arrays; an idle simulator (a hold tick's ``active`` False) keeps its stack."""
+
+    def __init__(self, env: HostEnv, k: int):
+        super().__init__(env)
+        h, w, c = _image_shape(env, "frame_stack")
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"frame_stack must be an int >= 1, got {k!r}")
+        self.k, self.shape = k, (h, w, c)
+        self.spec = env.spec.replace(observation_shape=(h * w * c * k,), image_shape=(h, w, c * k))
+        self.frames = np.zeros((env.spec.n_envs, h, w, c * k), np.float32)
+
+    def _frame(self, obs: np.ndarray) -> np.ndarray:
+        return obs.reshape(len(obs), *self.shape)
+
+    def _flat(self, frames: np.ndarray) -> np.ndarray:
+        return frames.reshape(len(frames), -1)
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        ts = self.env.reset(seed)
+        self.frames = np.tile(self._frame(ts.obs), self.k)
+        return ts.replace(obs=self._flat(self.frames), final_obs=self._flat(self.frames))
+
+    def step(self, action: np.ndarray, active: np.ndarray | None = None) -> TimeStep:
+        ts = self.env.step(action, active)
+        done = np.asarray(ts.terminated | ts.truncated)
+        frames, final = stack_frames(self.frames, self._frame(ts.obs),
+                                     self._frame(ts.final_obs), done, np)  # fmt: skip
+        if active is not None:
+            idle = ~np.asarray(active, bool)[:, None, None, None]
+            frames, final = np.where(idle, self.frames, frames), np.where(idle, self.frames, final)
+        self.frames = frames
+        return ts.replace(obs=self._flat(frames), final_obs=self._flat(final))

@@ -22,7 +22,7 @@ from ajax.environments.types import JaxEnv, TimeStep, Wrapper
 LUMA = (0.299, 0.587, 0.114)
 
 
-def _image_shape(env: JaxEnv, wrapper: str) -> tuple[int, int, int]:
+def _image_shape(env, wrapper: str) -> tuple[int, int, int]:
     shape = env.spec.image_shape
     if shape is None:
         raise ValueError(
@@ -126,9 +126,18 @@ class FrameStack(Wrapper):
 
     def step(self, key: jax.Array, state: FrameStackState, action: jax.Array) -> TimeStep:
         ts = self.env.step(key, state.env_state, action)
-        c = self.shape[-1]
-        final = jnp.concatenate([state.frames[..., c:], self._frame(ts.final_obs)], axis=-1)
-        done = (ts.terminated | ts.truncated).reshape(ts.terminated.shape + (1, 1, 1))
-        frames = jnp.where(done, jnp.tile(self._frame(ts.obs), self.k), final)
+        frames, final = stack_frames(state.frames, self._frame(ts.obs),
+                                     self._frame(ts.final_obs), ts.terminated | ts.truncated)  # fmt: skip
         return ts.replace(state=FrameStackState(ts.state, frames), obs=self._flat(frames),
                           final_obs=self._flat(final))  # fmt: skip
+
+
+def stack_frames(frames, obs, final_obs, done, xp=jnp):
+    """One step of a frame stack (JAX or, with ``xp=numpy``, host): ``frames``
+    [..., H, W, k C] oldest first; returns the next stack (a done env restarts from its new
+    first frame ``obs`` repeated) and the stack ending in the true last frame ``final_obs``."""
+    c = obs.shape[-1]
+    k = frames.shape[-1] // c
+    final = xp.concatenate([frames[..., c:], final_obs], axis=-1)
+    done = xp.reshape(done, done.shape + (1, 1, 1))
+    return xp.where(done, xp.tile(obs, k), final), final

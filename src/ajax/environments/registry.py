@@ -19,7 +19,11 @@ import jax
 from ajax.environments.core import SimEnv
 from ajax.environments.expert_action import ExpertActionWrapper
 from ajax.environments.host import make_dmc, make_gymnasium
-from ajax.environments.host_wrappers import HostNormalizeObservation, HostRescaleAction
+from ajax.environments.host_wrappers import (
+    HostFrameStack,
+    HostNormalizeObservation,
+    HostRescaleAction,
+)
 from ajax.environments.image_wrappers import FrameStack, GrayscaleImage, ResizeImage
 from ajax.environments.normalize import NormalizeObservation
 from ajax.environments.pid_terms import PIDTermsWrapper
@@ -99,12 +103,10 @@ class EnvConfig:
             raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
         if self.expert_action_fn is not None and family in HOST_FAMILIES:
             raise ValueError("expert_action_fn= needs a JAX env; host envs do not support it")
-        if (self.resize is not None or self.grayscale or self.frame_stack != 1) and (
-            family in HOST_FAMILIES
-        ):
+        if (self.resize is not None or self.grayscale) and family in HOST_FAMILIES:
             raise ValueError(
-                "resize=, grayscale= and frame_stack= apply to JAX image envs (e.g. "
-                "Breakout-MinAtar); host envs give no images yet: drop them"
+                "resize= and grayscale= apply to JAX image envs (e.g. Breakout-MinAtar); host "
+                "envs render 64 x 64 RGB (pixels=True) and take only frame_stack=: drop them"
             )
         if self.pixels and family != "dmc":
             raise ValueError(
@@ -254,6 +256,8 @@ def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
     else:
         domain, _, task = name.partition("-")
         env = make_dmc(domain, task, n, repeat, limit, config.pixels)
+    if config.frame_stack != 1:
+        env = HostFrameStack(env, config.frame_stack)
     if config.rescale_actions:
         env = HostRescaleAction(env)
     if config.normalize_obs:

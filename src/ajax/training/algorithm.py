@@ -88,6 +88,7 @@ class Algorithm:
     config_cls: ClassVar[type]
     continuous: ClassVar[bool] = True
     discrete: ClassVar[bool] = False
+    images: ClassVar[bool] = False  # has an image encoder (else image envs are refused)
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
         self.config = self.config_cls() if config is None else config
@@ -112,6 +113,7 @@ class Algorithm:
             self.env = self.eval_env = env
         self.is_jax = is_jax_env(self.env)
         check_action_space(self, not self.env.spec.discrete, env)
+        check_observations(self, self.env_id)
 
     def make_chunks(self, total_steps: int) -> Chunks:
         raise NotImplementedError
@@ -204,6 +206,16 @@ class Algorithm:
 
 def n_chunks_for(total_steps: int, steps_per_chunk: int) -> int:
     return max(1, math.ceil(total_steps / steps_per_chunk))
+
+
+def check_observations(algo: Algorithm, env_id: str) -> None:
+    """Image envs only for agents with an image encoder (a flat MLP over pixels is refused)."""
+    shape = algo.env.spec.image_shape
+    if shape is not None and not algo.images:
+        raise ValueError(
+            f"{algo.name} has no image encoder but {env_id!r} gives images {shape}: use "
+            "dreamerv3, dqn or pqn on it, or a vector env (drop --pixels for dmc: ids)"
+        )
 
 
 def check_steps(total_steps: int) -> None:

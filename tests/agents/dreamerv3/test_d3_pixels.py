@@ -10,10 +10,11 @@ import optax
 import pytest
 
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
-from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder, image_stages, pixels, to_bytes
+from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder, image_stages
 from ajax.agents.dreamerv3.losses import Batch, world_model_loss
 from ajax.agents.dreamerv3.model import Nets, param_count
 from ajax.agents.dreamerv3.rssm import initial_state
+from ajax.networks.pixels import pixels, to_bytes
 from ajax.training.memory import check_replay_fits
 
 

@@ -17,6 +17,7 @@ class DQN(OffPolicyAlgorithm):
     config_cls = DQNConfig
     continuous = False
     discrete = True
+    images = True  # a conv torso on image observations
 
     def agent(self) -> OffPolicyAgent:
         c = self.config

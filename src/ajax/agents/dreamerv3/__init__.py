@@ -67,6 +67,7 @@ class DreamerV3(Algorithm):
     config_cls = DreamerV3Config
     continuous = True
     discrete = True
+    images = True  # the CNN encoder and decoder of conv.py
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
         super().__init__(env, config, **env_options)

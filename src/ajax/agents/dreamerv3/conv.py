@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.agents.dreamerv3.networks import BlockLinear
+from ajax.networks.pixels import pixels, to_bytes
 from ajax.networks.utils import trunc_normal_fan_in
 
 MULTS = (2, 3, 4, 4)
@@ -47,25 +48,10 @@ def image_stages(height: int, width: int, max_stages: int = len(MULTS)) -> int:
     return k
 
 
-def pixels(obs: jax.Array, image_shape: tuple[int, int, int]) -> jax.Array:
-    """Flat or shaped image observations [..., H W C] as float pixels in [0, 1], [..., H, W, C].
-
-    ``uint8`` (the replay's storage) is divided by 255; floats are taken as already in [0, 1].
-    """
-    x = obs.astype(jnp.float32) / 255.0 if obs.dtype == jnp.uint8 else obs.astype(jnp.float32)
-    lead = obs.shape[:-3] if obs.shape[-3:] == tuple(image_shape) else obs.shape[:-1]
-    return x.reshape(*lead, *image_shape)
-
-
 def stage_depths(image_shape: tuple[int, int, int], depth: int) -> tuple[int, ...]:
     """Channels of each stage for images of ``image_shape``: the last stages of the reference's."""
     k = image_stages(*image_shape[:2])
     return tuple(depth * m for m in MULTS[len(MULTS) - k :])
-
-
-def to_bytes(obs: jax.Array) -> jax.Array:
-    """Float pixels in [0, 1] as the replay stores them: ``uint8`` (4x smaller than float32)."""
-    return jnp.round(jnp.clip(obs, 0.0, 1.0) * 255.0).astype(jnp.uint8)
 
 
 def _conv(features: int, kernel: int, name: str) -> nn.Conv:

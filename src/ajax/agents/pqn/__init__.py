@@ -17,6 +17,7 @@ class PQN(OnPolicyAlgorithm):
     config_cls = PQNConfig
     continuous = False
     discrete = True
+    images = True  # a conv torso on image observations
 
     def agent(self, total_steps: int) -> OnPolicyAgent:
         c = self.config

@@ -28,6 +28,7 @@ from ajax.agents.tdmpc2.networks import (
     simnorm,
 )
 from ajax.agents.tdmpc2.optim import adam_grouped, component_labels, pi_adam
+from ajax.agents.tdmpc2.pixels import PixelEncoder
 from ajax.agents.tdmpc2.planner import (
     PlanNoise,
     PlanResult,
@@ -60,6 +61,17 @@ from ajax.training.host_loop import HostReplayRun
 from ajax.training.memory import replay_nbytes
 
 
+def check_pixel_latent(cfg: TDMPC2Config, image_shape) -> None:
+    """The pixel encoder's output is the latent: its size must be ``latent_dim``."""
+    n = PixelEncoder(tuple(image_shape), cfg.num_channels).latent_dim
+    if n != cfg.arch.latent_dim:
+        raise ValueError(
+            f"tdmpc2's pixel encoder gives {n} features for {image_shape} frames (num_channels "
+            f"{cfg.num_channels}) but latent_dim is {cfg.arch.latent_dim}: use --model-size 5 "
+            f"(latent 512) or --latent-dim {n}, on 64 x 64 frames"
+        )
+
+
 class TDMPC2(Algorithm):
     """TD-MPC2 (world model + MPPI planning) on continuous action spaces, JAX or host envs.
 
@@ -72,6 +84,7 @@ class TDMPC2(Algorithm):
     config_cls = TDMPC2Config
     continuous = True
     discrete = False
+    images = True  # the conv encoder of pixels.py (64 x 64 frames)
 
     def __init__(self, env="Pendulum-v1", config=None, **env_options):
         repeat = getattr(config if config is not None else TDMPC2Config(), "action_repeat", 1)
@@ -79,6 +92,8 @@ class TDMPC2(Algorithm):
             # host simulators repeat actions themselves (each stops at its own episode end)
             env_options = {"action_repeat": repeat, **env_options}
         super().__init__(env, config, **env_options)
+        if self.env.spec.image_shape is not None:
+            check_pixel_latent(self.config, self.env.spec.image_shape)
         if self.is_jax:  # the agent acts every action_repeat env steps, in training and eval
             self.env = repeated(self.config, self.env)
             self.eval_env = repeated(self.config, self.eval_env)

@@ -30,6 +30,7 @@ from ajax.buffers import sequence
 from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments.utils import tree_select
 from ajax.environments.wrappers import ActionRepeat
+from ajax.networks.pixels import to_bytes
 from ajax.training.loop import Clock, Loop, Policy, ReplayAgent, zeros_like_shapes
 
 
@@ -67,7 +68,7 @@ def repeated(cfg: TDMPC2Config, env):
 def policy(cfg: TDMPC2Config, env) -> Policy:
     """Planning with per-env planner state; a new episode (``tick.is_first``) plans from t0."""
     horizon, action_dim = cfg.planner.horizon, env.spec.action_dim
-    model = WorldModel(cfg, action_dim)
+    model = WorldModel(cfg, action_dim, env.spec.image_shape)
     discount = cfg.discount(episode_length(env))
 
     def act(learner, planner, tick, key, eval_mode):
@@ -82,12 +83,14 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
     """TD-MPC2's plug-ins for :func:`ajax.training.loop.make_loop` (see the module docstring)."""
     n, horizon = cfg.n_envs, cfg.planner.horizon
     action_dim = env.spec.action_dim
-    model = WorldModel(cfg, action_dim)
+    model = WorldModel(cfg, action_dim, env.spec.image_shape)
     discount = cfg.discount(episode_length(env))
     seed_steps = cfg.seed_steps_for(episode_length(env))
     capacity = max(min(cfg.buffer_size // n, math.ceil(total_steps / n) + 1), horizon + 1)
     obs_dim = int(math.prod(env.spec.observation_shape))
-    flat = lambda x: x.reshape(n, obs_dim).astype(jnp.float32)
+    # images stay bytes in the replay (4x smaller); the encoder reads either
+    stored = to_bytes if env.spec.image_shape is not None else (lambda x: x.astype(jnp.float32))
+    flat = lambda x: stored(x.reshape(n, obs_dim))
 
     def init(key, tick):
         obs = flat(tick.obs)

@@ -125,6 +125,8 @@ class TDMPC2Config(Validated):
         num_enc_layers: the state encoder has max(num_enc_layers - 1, 1) hidden layers.
         num_q: Q-ensemble size (random pairs need >= 2; None: 5, or the size's own).
         simnorm_dim: SimNorm group size V; latent_dim must be a multiple.
+        num_channels: filters of each conv of the pixel encoder (32); its output, 4 x 4 x
+            num_channels for 64 x 64 frames, is the latent, so it must equal latent_dim.
         num_bins, vmin, vmax: two-hot bins of the reward and Q heads, in symlog space.
         log_std_min, log_std_max: bounds of the policy's log std.
         dropout: dropout rate after the first layer of each Q member.
@@ -155,6 +157,7 @@ class TDMPC2Config(Validated):
     num_enc_layers: int | None = None
     num_q: int | None = None
     simnorm_dim: int = 8
+    num_channels: int = 32
     num_bins: int = 101
     vmin: float = -10.0
     vmax: float = 10.0
@@ -189,7 +192,7 @@ class TDMPC2Config(Validated):
         **{name: Rule(lo=1, optional=True)
            for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair
-        **{name: at_least(1) for name in ("simnorm_dim", "n_envs", "action_repeat",
+        **{name: at_least(1) for name in ("simnorm_dim", "num_channels", "n_envs", "action_repeat",
                                           "buffer_size", "eval_freq", "eval_episodes")},
         "seed_steps": Rule(lo=1, optional=True),
         "dropout": between(0.0, 1.0, hi_open=True),

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble
+from ajax.agents.tdmpc2.pixels import PixelEncoder
 from ajax.agents.tdmpc2.policy import SquashedGaussian, bounded_log_std
 from ajax.networks.blocks import NormedMLP, linear
 
@@ -79,15 +80,20 @@ class WorldModel(nn.Module):
 
     cfg: TDMPC2Config
     action_dim: int
+    image_shape: tuple[int, int, int] | None = None  # pixels: the conv encoder of pixels.py
 
     def setup(self):
         cfg, arch = self.cfg, self.cfg.arch
         if self.action_dim < 1:
             raise ValueError(f"action_dim must be >= 1, got {self.action_dim}")
         enc_layers = max(arch.num_enc_layers - 1, 1)
-        self._encoder = MLP(
-            enc_layers, arch.enc_dim, arch.latent_dim, simnorm_dim=cfg.simnorm_dim, name="encoder"
-        )
+        if self.image_shape is None:
+            self._encoder = MLP(
+                enc_layers, arch.enc_dim, arch.latent_dim, simnorm_dim=cfg.simnorm_dim,
+                name="encoder",
+            )  # fmt: skip
+        else:
+            self._encoder = PixelEncoder(self.image_shape, cfg.num_channels, name="encoder")
         self._dynamics = MLP(
             2, arch.mlp_dim, arch.latent_dim, simnorm_dim=cfg.simnorm_dim, name="dynamics"
         )
@@ -106,8 +112,11 @@ class WorldModel(nn.Module):
             )
 
     def encode(self, obs: jax.Array) -> jax.Array:
-        """Latent z [..., latent_dim] of state observations [..., S] (world_model.py:103-112)."""
-        return self._encoder(obs)
+        """Latent z [..., latent_dim] of state observations [..., S] (world_model.py:103-112),
+        or of flat frames [..., H W C] through the conv stack, then SimNorm (layers.py conv)."""
+        if self.image_shape is None:
+            return self._encoder(obs)
+        return simnorm(self._encoder(obs), self.cfg.simnorm_dim)
 
     def next(self, z: jax.Array, a: jax.Array) -> jax.Array:
         """Next latent d(z, a), deterministic (world_model.py:114-121)."""

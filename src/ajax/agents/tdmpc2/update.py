@@ -27,6 +27,7 @@ from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import reduce_pair
 from ajax.agents.tdmpc2.networks import WorldModel, latent_rollout
 from ajax.agents.tdmpc2.optim import adam_grouped, pi_adam
+from ajax.agents.tdmpc2.pixels import draw_shifts, shift_images
 from ajax.agents.tdmpc2.policy import head_scaled_entropy, sample_squashed
 from ajax.buffers.windows import TDMPC2Slice
 from ajax.networks.train_state import ema_update
@@ -239,6 +240,11 @@ def time_major(batch: TDMPC2Slice) -> TDMPC2Slice:
 
 
 def update(cfg, model, discount, state, batch, key) -> tuple[TDMPC2State, dict]:
-    """:func:`update_with_noise` with fresh draws from ``key``; ``batch`` time-major."""
+    """:func:`update_with_noise` with fresh draws from ``key``; ``batch`` time-major. On
+    pixels every frame of the batch is first shifted at random (layers.py ShiftAug)."""
+    if model.image_shape is not None:
+        key, k_shift = jax.random.split(key)
+        shifts = draw_shifts(k_shift, batch.obs.shape[:-1])
+        batch = batch.replace(obs=shift_images(batch.obs, shifts, model.image_shape))
     noise = draw_update_noise(key, cfg, model.action_dim)
     return update_with_noise(cfg, model, discount, state, batch, noise)
