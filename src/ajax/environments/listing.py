@@ -35,6 +35,7 @@ class FamilyInfo(TypedDict):
 
 # MinAtar (gymnax): 10 x 10 planes, one channel per object kind, values 0/1.
 MINATAR_IMAGES = "image obs: 10 x 10 channel planes; agents: dreamerv3 (CNN), dqn, pqn"
+CRAFTAX_IMAGES = "image obs: 63 x 63 RGB (--resize 64 for dreamerv3); agents: dreamerv3, dqn, pqn"
 DMC_PIXELS = (
     "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)); "
     "headless rendering needs OSMesa (libosmesa6, installed by `make`) or EGL; agents: dreamerv3"
@@ -60,7 +61,10 @@ def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
             reason=error or "",
             ids=ids,
             blocked=blocked,
-            images={i: MINATAR_IMAGES for i in ids if i.endswith("-MinAtar")},
+            images={
+                **{i: MINATAR_IMAGES for i in ids if i.endswith("-MinAtar")},
+                **{i: CRAFTAX_IMAGES for i in ids if i.endswith("-Pixels-v1")},
+            },
             note=DMC_PIXELS if family == "dmc" else "",
         )
     return infos

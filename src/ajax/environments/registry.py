@@ -30,12 +30,13 @@ from ajax.environments.pid_terms import PIDTermsWrapper
 from ajax.environments.types import HostEnv, JaxEnv
 from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction
 
-FAMILIES = ("gymnax", "playground", "brax", "gymnasium", "dmc")
+FAMILIES = ("gymnax", "playground", "brax", "craftax", "gymnasium", "dmc")
 HOST_FAMILIES = ("gymnasium", "dmc")
 _MODULES = {
     "gymnax": "gymnax",
     "playground": "mujoco_playground",
     "brax": "brax.envs",
+    "craftax": "craftax.craftax_env",
     "gymnasium": "gymnasium",
     "dmc": "dm_control.suite",
 }
@@ -43,6 +44,7 @@ _FORMATS = {
     "gymnax": "gymnax (bare id, e.g. 'Pendulum-v1')",
     "playground": "playground (bare DM Control Suite id or 'playground:<Name>', e.g. 'CartpoleSwingup')",
     "brax": "brax:<name> (e.g. 'brax:inverted_pendulum')",
+    "craftax": "craftax:<id> (e.g. 'craftax:Craftax-Classic-Pixels-v1')",
     "gymnasium": "gymnasium:<id> (host, e.g. 'gymnasium:Pendulum-v1')",
     "dmc": "dmc:<domain>-<task> (host, e.g. 'dmc:cartpole-swingup')",
 }
@@ -145,6 +147,10 @@ def family_ids(family: str) -> tuple[str, ...]:
         from ajax.environments.brax_env import brax_ids
 
         return tuple(f"brax:{name}" for name in brax_ids())
+    if family == "craftax":
+        from ajax.environments.craftax_env import CRAFTAX_IDS
+
+        return tuple(f"craftax:{name}" for name in CRAFTAX_IDS)
     if family == "gymnasium":
         import gymnasium
 
@@ -244,6 +250,10 @@ def _make_base(family: str, name: str, config: EnvConfig) -> SimEnv:
         from ajax.environments.playground_env import make_playground
 
         return make_playground(name, limit, config.config_overrides)
+    if family == "craftax":
+        from ajax.environments.craftax_env import make_craftax
+
+        return make_craftax(name, limit)
     from ajax.environments.brax_env import make_brax
 
     return make_brax(name, limit, config.backend)
