@@ -244,3 +244,16 @@ def test_image_flags_are_recorded_for_resume_and_eval():
     assert "env_options" not in plain
     spec = RunSpec(agent="sac", env="Pendulum-v1", steps=10, env_options=args.env_options())
     assert identity(spec)["env_options"]["frame_stack"] == 3
+
+
+def test_eval_of_a_host_env_run(tmp_path, capsys):
+    """`ajax eval` restores a host run (gymnasium) into a host runner and scores it there."""
+    out = tmp_path / "host"
+    argv = ["train", "sac", "--env", "gymnasium:Pendulum-v1", "--steps", "64", "--hidden",
+            "16", "--batch-size", "16", "--learning-starts", "16", "--buffer-size", "64",
+            "--eval-freq", "64", "--eval-episodes", "1", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    line = capsys.readouterr().out
+    assert "eval return over 2 episodes" in line and float(line.split("mean ")[1].split()[0]) < 0

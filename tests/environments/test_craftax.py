@@ -10,6 +10,7 @@ import pytest
 from ajax import make_env
 
 
+@pytest.mark.slow  # ~35 CPU s of compiling craftax's step; the default run builds its envs below
 def test_craftax_classic_pixels_with_its_time_limit_as_truncation():
     """Craftax-Classic pixels under jit: 63 x 63 RGB in [0, 1], 17 actions, the 10,000-step
     limit by default; a limit of 3 truncates on the third step (craftax's own ``done`` would

@@ -144,8 +144,8 @@ class Stop(Exception):
     """The simulated interruption."""
 
 
-# TD-MPC2's row is slow (~40 s: three compiles of the planner), as is its host-vs-JAX check.
-@pytest.mark.parametrize("agent", ["dreamerv3", pytest.param("tdmpc2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("agent", ["dreamerv3", "tdmpc2"])
+@pytest.mark.slow  # 40-60 CPU s each; the default run checks the host ticks against the JAX loop
 def test_host_replay_agents_train_resume_and_eval_through_the_cli(tmp_path, monkeypatch, agent):
     """`ajax train` on a gymnasium env stopped after its first checkpoint, `ajax resume` to the
     end (the simulators restart their episodes) and `ajax eval`."""

@@ -69,6 +69,7 @@ def test_tdmpc2_pixel_smoke_on_host_dm_control():
     assert float(result.metrics["consistency_loss"][-1]) > 0  # updates ran
 
 
+@pytest.mark.slow  # ~40 CPU s; the default run has the pixel smoke run above
 def test_world_model_losses_fall_on_fixed_rendered_frames():
     """200 updates (shift augmentation on) on one fixed batch of rendered cartpole-swingup
     frames (4 envs x 3 random steps, 3 stacked frames): the total world-model loss falls by
