@@ -150,7 +150,8 @@ def test_list_envs_reports_families_ids_and_blocked():
     assert "brax:inverted_pendulum" in infos["brax"]["ids"]
     assert "gymnasium:Pendulum-v1" in infos["gymnasium"]["ids"]
     assert "dmc:cartpole-swingup" in infos["dmc"]["ids"]
-    assert [info["jax"] for info in infos.values()] == [True, True, True, True, False, False]
+    assert [info["jax"] for info in infos.values()] == [True, True, True, True, False, False, False]
+    assert "atari:Pong" in infos["atari"]["ids"]
     assert "craftax:Craftax-Classic-Pixels-v1" in infos["craftax"]["images"]
     blocked = infos["playground"]["blocked"]
     assert {"ReacherEasy", "ReacherHard", "Go1JoystickFlatTerrain"} <= set(blocked)

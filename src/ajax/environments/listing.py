@@ -36,6 +36,10 @@ class FamilyInfo(TypedDict):
 # MinAtar (gymnax): 10 x 10 planes, one channel per object kind, values 0/1.
 MINATAR_IMAGES = "image obs: 10 x 10 channel planes; agents: dreamerv3 (CNN), dqn, pqn"
 CRAFTAX_IMAGES = "image obs: 63 x 63 RGB (--resize 64 for dreamerv3); agents: dreamerv3, dqn, pqn"
+ATARI_NOTE = (
+    "every id gives 64 x 64 RGB frames, 4 emulator frames per step, sticky actions "
+    "(DreamerV3's Atari settings; --grayscale for one channel); agents: dreamerv3, dqn, pqn"
+)
 DMC_PIXELS = (
     "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)); "
     "headless rendering needs OSMesa (libosmesa6, installed by `make`) or EGL; agents: dreamerv3"
@@ -65,7 +69,7 @@ def list_envs(families: tuple[str, ...] = FAMILIES) -> dict[str, FamilyInfo]:
                 **{i: MINATAR_IMAGES for i in ids if i.endswith("-MinAtar")},
                 **{i: CRAFTAX_IMAGES for i in ids if i.endswith("-Pixels-v1")},
             },
-            note=DMC_PIXELS if family == "dmc" else "",
+            note={"dmc": DMC_PIXELS, "atari": ATARI_NOTE}.get(family, ""),
         )
     return infos
 

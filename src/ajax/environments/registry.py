@@ -30,8 +30,8 @@ from ajax.environments.pid_terms import PIDTermsWrapper
 from ajax.environments.types import HostEnv, JaxEnv
 from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction
 
-FAMILIES = ("gymnax", "playground", "brax", "craftax", "gymnasium", "dmc")
-HOST_FAMILIES = ("gymnasium", "dmc")
+FAMILIES = ("gymnax", "playground", "brax", "craftax", "gymnasium", "dmc", "atari")
+HOST_FAMILIES = ("gymnasium", "dmc", "atari")
 _MODULES = {
     "gymnax": "gymnax",
     "playground": "mujoco_playground",
@@ -39,6 +39,7 @@ _MODULES = {
     "craftax": "craftax.craftax_env",
     "gymnasium": "gymnasium",
     "dmc": "dm_control.suite",
+    "atari": "ale_py",
 }
 _FORMATS = {
     "gymnax": "gymnax (bare id, e.g. 'Pendulum-v1')",
@@ -47,6 +48,7 @@ _FORMATS = {
     "craftax": "craftax:<id> (e.g. 'craftax:Craftax-Classic-Pixels-v1')",
     "gymnasium": "gymnasium:<id> (host, e.g. 'gymnasium:Pendulum-v1')",
     "dmc": "dmc:<domain>-<task> (host, e.g. 'dmc:cartpole-swingup')",
+    "atari": "atari:<Game> (host, ALE, e.g. 'atari:Pong')",
 }
 
 
@@ -72,7 +74,7 @@ class EnvConfig:
         (:class:`~ajax.environments.expert_action.ExpertActionWrapper`; JAX envs only).
       resize: image envs: resize the images to (height, width)
         (:class:`~ajax.environments.image_wrappers.ResizeImage`).
-      grayscale: image envs: RGB to one luma channel.
+      grayscale: image envs: RGB to one luma channel (atari: Pillow's "L" conversion).
       frame_stack: image envs: stack the last k frames on the channel axis (1: none).
       pixels: dmc only: 64 x 64 RGB camera images as the observation (``image_shape`` set).
       backend: brax only: the physics pipeline (default ``generalized``).
@@ -105,10 +107,17 @@ class EnvConfig:
             raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
         if self.expert_action_fn is not None and family in HOST_FAMILIES:
             raise ValueError("expert_action_fn= needs a JAX env; host envs do not support it")
-        if (self.resize is not None or self.grayscale) and family in HOST_FAMILIES:
+        if (self.resize is not None or (self.grayscale and family != "atari")) and (
+            family in HOST_FAMILIES
+        ):
             raise ValueError(
                 "resize= and grayscale= apply to JAX image envs (e.g. Breakout-MinAtar); host "
                 "envs render 64 x 64 RGB (pixels=True) and take only frame_stack=: drop them"
+            )
+        if self.action_repeat != 1 and family == "atari":
+            raise ValueError(
+                "atari envs already play 4 frames per step (DreamerV3's setting): drop "
+                "action_repeat"
             )
         if self.pixels and family != "dmc":
             raise ValueError(
@@ -159,6 +168,10 @@ def family_ids(family: str) -> tuple[str, ...]:
         from dm_control import suite
 
         return tuple(f"dmc:{domain}-{task}" for domain, task in suite.ALL_TASKS)
+    if family == "atari":
+        from ajax.environments.atari import atari_ids
+
+        return atari_ids()
     raise ValueError(f"unknown family {family!r}; families: {FAMILIES}")
 
 
@@ -263,6 +276,10 @@ def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
     n, repeat, limit = config.n_envs or 1, config.action_repeat, config.max_episode_steps
     if family == "gymnasium":
         env: HostEnv = make_gymnasium(name, n, repeat, limit)
+    elif family == "atari":
+        from ajax.environments.atari import make_atari
+
+        env = make_atari(name, n, limit, config.grayscale)
     else:
         domain, _, task = name.partition("-")
         env = make_dmc(domain, task, n, repeat, limit, config.pixels)
