@@ -3,13 +3,14 @@
 Run from the repository root: ``python benchmarks/image_envs.py [--envs 16] [--steps 2000]``.
 Two tables from one run:
 
-1. each available image env (gymnax MinAtar) stepped with uniform random actions in a jitted
-   ``lax.scan`` over ``--envs`` vectorised envs, compiled first, then timed: env steps/s;
+1. each JAX image env (gymnax MinAtar, Craftax-Classic pixels) stepped with uniform random
+   actions in a jitted ``lax.scan`` over ``--envs`` vectorised envs, compiled first, then timed,
+   and each host image env (rendered dm_control, Atari) stepped in Python over ``--envs``
+   simulators: env steps/s;
 2. the bytes DreamerV3's sequence replay holds per million frames (one env), read off the
    shapes it allocates (``Algorithm.replay_nbytes``) at size1m and size12m, with the images
    stored as uint8 against what float32 storage would need.
 
-Host image envs (rendered dm_control, Atari) are not built yet, so there is no host column.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import time
 
 import jax
+import numpy as np
 
 from ajax import make_env
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
@@ -27,6 +29,7 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--envs", type=int, default=16)
 parser.add_argument("--steps", type=int, default=2000, help="vector steps per timed call")
 parser.add_argument("--repeats", type=int, default=3)
+parser.add_argument("--host-steps", type=int, default=100, help="vector steps of each host env")
 args = parser.parse_args()
 
 
@@ -53,12 +56,33 @@ def steps_per_second(env_id: str) -> float:
     return args.repeats * args.steps * args.envs / (time.perf_counter() - start)
 
 
-images = list_envs(("gymnax",))["gymnax"]["images"]
-print(f"| image env | obs | env steps/s (jitted scan, {args.envs} envs) |")
-print("|---|---|---|")
-for env_id in images:
+def host_steps_per_second(env_id: str, steps: int, **options) -> float:
+    env = make_env(env_id, n_envs=args.envs, **options)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    n = env.spec.action_space.n if env.spec.discrete else None
+    act = lambda: (rng.integers(0, n, args.envs) if n else
+                   rng.uniform(-1, 1, (args.envs, *env.spec.action_space.shape)))  # fmt: skip
+    start = time.perf_counter()
+    for _ in range(steps):
+        env.step(act())
+    rate = steps * args.envs / (time.perf_counter() - start)
+    env.close()
+    return rate
+
+
+print(f"| image env | kind | obs | env steps/s ({args.envs} envs) |")
+print("|---|---|---|---|")
+infos = list_envs(("gymnax", "craftax"))
+jax_images = [i for info in infos.values() for i in info["images"]]
+jax_images = [i for i in jax_images if "Classic" in i or i.endswith("MinAtar")]
+for env_id in jax_images:
     shape = make_env(env_id).spec.image_shape
-    print(f"| {env_id} | {'x'.join(map(str, shape))} | {steps_per_second(env_id):,.0f} |")
+    rate = steps_per_second(env_id)
+    print(f"| {env_id} | JAX, jitted scan | {'x'.join(map(str, shape))} | {rate:,.0f} |")
+for env_id, options in (("dmc:cartpole-swingup", {"pixels": True}), ("atari:Pong", {})):
+    rate = host_steps_per_second(env_id, args.host_steps, **options)
+    print(f"| {env_id} {' '.join(options)} | host, Python loop | 64x64x3 | {rate:,.0f} |")
 
 print()
 print("| DreamerV3 replay, 1M frames, 1 env | size | bytes/frame | GiB per 1M frames "

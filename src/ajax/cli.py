@@ -308,7 +308,8 @@ def cmd_envs(argv: list[str]) -> int:
 
 def cmd_agents(argv: list[str]) -> int:
     for name, cls in sorted(_agents().items()):
-        kinds = [k for k, ok in (("continuous", cls.continuous), ("discrete", cls.discrete)) if ok]
+        kinds = [k for k, ok in (("continuous", cls.continuous), ("discrete", cls.discrete),
+                                 ("images", cls.images)) if ok]  # fmt: skip
         print(f"{name:8s} {cls.__doc__.strip().splitlines()[0]} [{', '.join(kinds)}]")
     return 0
 

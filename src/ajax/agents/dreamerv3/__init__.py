@@ -55,7 +55,7 @@ from ajax.training.memory import replay_nbytes
 
 
 class DreamerV3(Algorithm):
-    """DreamerV3 on vector observations, discrete or continuous actions.
+    """DreamerV3 on vector or image observations, discrete or continuous actions.
 
     ``DreamerV3("CartPole-v1", DreamerV3Config.preset("1m")).train(seed, total_steps,
     n_seeds)``: on a JAX env the whole run (acting, hold ticks, replay, updates, evaluation) is
