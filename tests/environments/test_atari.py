@@ -13,7 +13,7 @@ def test_atari_pong_frames_repeat_and_spec():
     spec = env.spec
     assert spec.family == "atari" and not env.is_jax
     assert spec.image_shape == (64, 64, 3) and spec.observation_shape == (64 * 64 * 3,)
-    assert spec.action_space.n == 6 and spec.max_episode_steps == 27_000
+    assert spec.action_space.n == 18 and spec.max_episode_steps == 27_000
     ts = env.reset(seed=0)
     assert ts.obs.shape == (2, 12288) and 0 <= ts.obs.min() and ts.obs.max() <= 1
     ale = env.sims[0].env.unwrapped.ale

@@ -1,12 +1,13 @@
 """Atari through ale-py (0.12.1, ROMs included) as a host simulator, DreamerV3's way.
 
-The settings follow the official DreamerV3 Atari wrapper (danijar/dreamerv3@e3f0224
-embodied/envs/atari.py with configs.yaml ``env.atari``) as recalled in a session that could
-not fetch it (deviations.md D55): 4 frames per agent step with rewards summed and the last two
-frames max-pooled, sticky actions with probability 0.25, the minimal action set, lives not
-used (an episode ends at game over), no no-op starts, frames resized to 64 x 64 with
-Pillow's bilinear filter, RGB unless ``gray``, and 108,000 frames (27,000 agent steps) per
-episode at most. Observations follow Ajax's host contract: flat floats in [0, 1] with
+The settings are DreamerV3's Atari wrapper and ``env.atari`` config as the PyPI sdist
+dreamerv3 1.5.0 has them (embodied/envs/atari.py, configs.yaml; the 2023 code base: HEAD
+e3f0224 could not be fetched here, deviations.md D55): 4 frames per agent step with rewards
+summed and the last two frames max-pooled, sticky actions with probability 0.25, the full
+18-action set (``actions: all``), lives not used (an episode ends at game over), no no-op
+starts, frames area-resized to 64 x 64 (OpenCV's INTER_AREA there, Pillow's BOX filter here),
+RGB (``gray: False``; ``grayscale=True`` for one channel), and 108,000 frames (27,000 agent
+steps) per episode at most. Observations follow Ajax's host contract: flat floats in [0, 1] with
 ``spec.image_shape`` set.
 """
 
@@ -41,7 +42,7 @@ class AtariSimulator:
         gymnasium.register_envs(ale_py)
         self.env = gymnasium.make(
             f"ALE/{game}-v5", frameskip=1, repeat_action_probability=sticky,
-            full_action_space=False, max_num_frames_per_episode=MAX_FRAMES,
+            full_action_space=True, max_num_frames_per_episode=MAX_FRAMES,
         )  # fmt: skip
         self.repeat, self.size, self.gray = repeat, size, gray
         self.frames: list[np.ndarray] = []
@@ -50,7 +51,7 @@ class AtariSimulator:
         from PIL import Image
 
         pooled = np.maximum(self.frames[-2], self.frames[-1])
-        image = Image.fromarray(pooled).resize((self.size, self.size), Image.BILINEAR)
+        image = Image.fromarray(pooled).resize((self.size, self.size), Image.BOX)
         if self.gray:
             image = image.convert("L")
         return (np.asarray(image, np.float32) / 255.0).ravel()
