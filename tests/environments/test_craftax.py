@@ -10,7 +10,7 @@ import pytest
 from ajax import make_env
 
 
-@pytest.mark.slow  # ~35 CPU s of compiling craftax's step; the default run builds its envs below
+@pytest.mark.slow  # ~35 CPU s of compiling craftax's step (plus the first texture render)
 def test_craftax_classic_pixels_with_its_time_limit_as_truncation():
     """Craftax-Classic pixels under jit: 63 x 63 RGB in [0, 1], 17 actions, the 10,000-step
     limit by default; a limit of 3 truncates on the third step (craftax's own ``done`` would
@@ -29,6 +29,7 @@ def test_craftax_classic_pixels_with_its_time_limit_as_truncation():
     assert flags == [(False, False), (False, False), (False, True)]
 
 
+@pytest.mark.slow  # a fresh install renders Craftax's textures on the first build (~45-60 s)
 def test_dreamerv3_needs_craftax_pixels_resized_to_an_even_side():
     from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 
