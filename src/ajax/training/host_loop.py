@@ -10,6 +10,7 @@ resume the simulators restart their episodes, since their state lives outside JA
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import flax.struct
@@ -18,9 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
-from ajax.environments.host import HostExplicitReset
 from ajax.environments.host_wrappers import HostNormalizeObservation
-from ajax.environments.types import TimeStep
+from ajax.environments.types import HostEnv, TimeStep
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.loop import Policy, ReplayAgent, Tick, tick_steps
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
@@ -236,16 +236,16 @@ class HostReplayRun(HostRun):
     """:class:`HostRun` of a shared-loop :class:`~ajax.training.loop.ReplayAgent` (TD-MPC2,
     DreamerV3): the loop's own two halves of a tick (:func:`~ajax.training.loop.tick_steps`),
     each one jitted call vmapped over seeds, around the host step, so acting, rows, the update
-    clock and learning are the JAX loop's code. ``explicit_reset`` wraps the simulators in
-    :class:`~ajax.environments.host.HostExplicitReset` (DreamerV3's hold ticks). The policy
+    clock and learning are the JAX loop's code. ``wrap`` wraps the training simulators, e.g.
+    in :class:`~ajax.environments.host.HostExplicitReset` (DreamerV3's hold ticks). The policy
     carry is checkpointed with the learner; on resume every episode restarts (``is_first``).
     """
 
     def __init__(self, algo, agent: ReplayAgent, seeds: list[int], steps_per_chunk: int,
-                 explicit_reset: bool = False):  # fmt: skip
+                 wrap: Callable[[HostEnv], HostEnv] | None = None):  # fmt: skip
         super().__init__(algo, seeds, steps_per_chunk)
-        if explicit_reset:
-            self.env = HostExplicitReset(self.env)
+        if wrap is not None:
+            self.env = wrap(self.env)
         steps = tick_steps(self.n, self.env, agent)
         tick = self._first_tick(seeds[0])
         keys = jax.vmap(lambda k: jax.random.split(k, 3))(self.keys)  # the JAX loop's split

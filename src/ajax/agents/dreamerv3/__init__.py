@@ -47,6 +47,7 @@ from ajax.agents.dreamerv3.rssm import (
     observe,
     observe_step,
 )
+from ajax.environments.host import HostExplicitReset
 from ajax.environments.wrappers import ExplicitReset
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.host_loop import HostReplayRun
@@ -99,7 +100,7 @@ class DreamerV3(Algorithm):
         row-and-train step per tick."""
         agent = replay_agent(self.config, self.env, total_steps)
         per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
-        return HostReplayRun(self, agent, seeds, per_chunk, explicit_reset=True)
+        return HostReplayRun(self, agent, seeds, per_chunk, wrap=HostExplicitReset)
 
     def replay_nbytes(self, total_steps: int) -> int:
         spec = self.env.spec
