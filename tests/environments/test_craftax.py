@@ -39,3 +39,21 @@ def test_dreamerv3_needs_craftax_pixels_resized_to_an_even_side():
                      resize=(64, 64))  # fmt: skip
     assert algo.env.spec.image_shape == (64, 64, 3)
     assert np.isfinite(algo.replay_nbytes(1000))
+
+
+@pytest.mark.slow  # ~2-3 CPU min: Craftax's step and the four-stage 64 x 64 CNN compile
+def test_dreamerv3_on_craftax_pixels_is_one_jitted_run_over_two_seeds():
+    """Crafter in JAX from pixels: Craftax-Classic resized to 64 x 64 (the reference's four CNN
+    stages), 2 vmapped seeds, env, hold ticks, uint8 replay and updates under one jit."""
+    from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
+
+    cfg = DreamerV3Config.preset(
+        "1m", batch_size=2, batch_length=4, train_ratio=8.0, eval_freq=40, eval_episodes=1
+    )
+    algo = DreamerV3("craftax:Craftax-Classic-Pixels-v1", cfg, resize=(64, 64),
+                     max_episode_steps=30)  # fmt: skip
+    result = algo.train(seed=0, total_steps=80, n_seeds=2)
+    rows = result.state.replay.rows
+    assert rows["obs"].dtype == jnp.uint8 and rows["obs"].shape[-1] == 64 * 64 * 3
+    assert int(result.state.agent.updates.min()) >= 2
+    assert np.all(np.isfinite(result.metrics["loss/rec"]))
