@@ -273,3 +273,14 @@ def test_d3_refuses_unflattened_and_too_small_images():
     small = EnvSpec("img", "probe", (48,), Box((-1.0,), (1.0,)), 5, image_shape=(4, 4, 3))
     with pytest.raises(ValueError, match="too small for DreamerV3's CNN.*resize"):
         DreamerV3(SimEnv(CountSim(), small))
+
+
+def test_d3_action_repeat_is_an_env_option_of_the_id():
+    """``action_repeat`` (configs.yaml env.dmc.repeat) repeats in the env built from the id:
+    Pendulum's 200 steps become 100 agent steps, in training and evaluation alike."""
+    algo = DreamerV3("Pendulum-v1", DreamerV3Config.preset("1m", action_repeat=2))
+    assert algo.env.spec.max_episode_steps == algo.eval_env.spec.max_episode_steps == 100
+    assert algo.env_options == {"action_repeat": 2}
+    spec = EnvSpec("count", "probe", (1,), Discrete(2), 10)
+    with pytest.raises(ValueError, match="action_repeat applies to an env id"):
+        DreamerV3(SimEnv(CountSim(), spec), DreamerV3Config.preset("1m", action_repeat=2))

@@ -67,6 +67,8 @@ class DreamerV3Config(LoopConfig):
         scale_*: loss scales (configs.yaml loss_scales: rec, rew, con, dyn 1; rep 0.1;
             policy, value 1; repval 0.3).
         minstd, maxstd: bounded-normal std range of continuous policies.
+        action_repeat: env steps per agent step (configs.yaml ``env.dmc.repeat`` is 2 for
+            DMC; 1 elsewhere here). Applied to the env id; ``--steps`` then counts agent steps.
     """
 
     model_size: str = "12m"
@@ -109,6 +111,7 @@ class DreamerV3Config(LoopConfig):
     minstd: float = 0.1
     maxstd: float = 1.0
     eval_episodes: int = 4
+    action_repeat: int = 1
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),
@@ -116,6 +119,7 @@ class DreamerV3Config(LoopConfig):
             name: at_least(1)
             for name in (
                 "stoch",
+                "action_repeat",
                 "blocks",
                 "bins",
                 "batch_size",
