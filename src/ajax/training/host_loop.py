@@ -23,6 +23,7 @@ from ajax.environments.host_wrappers import HostNormalizeObservation
 from ajax.environments.types import HostEnv, TimeStep
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.loop import Policy, ReplayAgent, Tick, tick_steps
+from ajax.training.memory import replay_nbytes
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
@@ -278,6 +279,36 @@ class HostReplayRun(HostRun):
         key = jax.vmap(jax.random.split)(s.key)
         self.state = s.replace(key=key[:, 0])
         return HostOffPolicyRun._record(self, s, s.metrics, key[0, 1])
+
+
+class ReplayAlgorithm(Algorithm):
+    """Base of the shared-loop agents (TD-MPC2, DreamerV3): subclasses give
+    :meth:`replay_agent` and, for JAX envs, :meth:`make_chunks`; host runs and the replay's
+    size come from the same agent. ``host_wrap`` wraps the host simulators (DreamerV3:
+    :class:`~ajax.environments.host.HostExplicitReset`)."""
+
+    host_wrap: Callable[[HostEnv], HostEnv] | None = None
+
+    def replay_agent(self, total_steps: int) -> ReplayAgent:
+        """The agent's :class:`~ajax.training.loop.ReplayAgent` for a run of that length."""
+        raise NotImplementedError
+
+    def require_jax_env(self) -> None:
+        """:meth:`make_chunks` is for JAX envs; host envs go through :meth:`host_run`."""
+        if not self.is_jax:
+            raise ValueError(
+                f"{self.env_id!r} is a host env: its runs go through host_run ({self.name}'s "
+                "train and `ajax train` pick it)"
+            )
+
+    def host_run(self, total_steps: int, seeds: list[int]):
+        c = self.config
+        per_chunk = max(1, c.eval_freq // c.n_envs) * c.n_envs
+        agent = self.replay_agent(total_steps)
+        return HostReplayRun(self, agent, seeds, per_chunk, wrap=self.host_wrap)
+
+    def replay_nbytes(self, total_steps: int) -> int:
+        return replay_nbytes(self.replay_agent(total_steps), self.env.spec, self.config.n_envs)
 
 
 class OffPolicyAlgorithm(Algorithm):

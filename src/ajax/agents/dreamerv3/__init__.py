@@ -49,13 +49,12 @@ from ajax.agents.dreamerv3.rssm import (
 )
 from ajax.environments.host import HostExplicitReset
 from ajax.environments.wrappers import ExplicitReset
-from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.host_loop import HostReplayRun
-from ajax.training.loop import make_loop
-from ajax.training.memory import replay_nbytes
+from ajax.training.algorithm import Chunks, n_chunks_for
+from ajax.training.host_loop import ReplayAlgorithm
+from ajax.training.loop import ReplayAgent, make_loop
 
 
-class DreamerV3(Algorithm):
+class DreamerV3(ReplayAlgorithm):
     """DreamerV3 on vector or image observations, discrete or continuous actions.
 
     ``DreamerV3("CartPole-v1", DreamerV3Config.preset("1m")).train(seed, total_steps,
@@ -69,6 +68,7 @@ class DreamerV3(Algorithm):
     continuous = True
     discrete = True
     images = True  # the CNN encoder and decoder of conv.py
+    host_wrap = HostExplicitReset  # hold ticks on host simulators too
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
         repeat = (config or DreamerV3Config()).action_repeat
@@ -88,29 +88,15 @@ class DreamerV3(Algorithm):
         if self.is_jax:
             self.train_env = ExplicitReset(self.env)
 
+    def replay_agent(self, total_steps: int) -> ReplayAgent:
+        return replay_agent(self.config, self.env, total_steps)
+
     def make_chunks(self, total_steps: int) -> Chunks:
-        if not self.is_jax:
-            raise ValueError(
-                f"{self.env_id!r} is a host env: its runs go through host_run (DreamerV3.train "
-                "and `ajax train` pick it)"
-            )
+        self.require_jax_env()
         agent = replay_agent(self.config, self.train_env, total_steps)
         loop = make_loop(self.config, self.train_env, self.eval_env, agent)
         return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk,
                       n_chunks_for(total_steps, loop.steps_per_chunk))  # fmt: skip
-
-    def host_run(self, total_steps: int, seeds: list[int]):
-        """The shared loop's ticks around host simulators with hold ticks
-        (:class:`~ajax.training.host_loop.HostReplayRun`): a jitted policy step and a jitted
-        row-and-train step per tick."""
-        agent = replay_agent(self.config, self.env, total_steps)
-        per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
-        return HostReplayRun(self, agent, seeds, per_chunk, wrap=HostExplicitReset)
-
-    def replay_nbytes(self, total_steps: int) -> int:
-        spec = self.env.spec
-        agent = replay_agent(self.config, self.env, total_steps)
-        return replay_nbytes(agent, spec, self.config.n_envs)
 
     def policy(self):
         spec = self.env.spec

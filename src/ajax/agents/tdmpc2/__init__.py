@@ -56,9 +56,9 @@ from ajax.agents.tdmpc2.update import (
     update_with_noise,
 )
 from ajax.environments.registry import HOST_FAMILIES, resolve_env_id
-from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.host_loop import HostReplayRun
-from ajax.training.memory import replay_nbytes
+from ajax.training.algorithm import Chunks, n_chunks_for
+from ajax.training.host_loop import ReplayAlgorithm
+from ajax.training.loop import ReplayAgent
 
 
 def check_pixel_latent(cfg: TDMPC2Config, image_shape) -> None:
@@ -72,7 +72,7 @@ def check_pixel_latent(cfg: TDMPC2Config, image_shape) -> None:
         )
 
 
-class TDMPC2(Algorithm):
+class TDMPC2(ReplayAlgorithm):
     """TD-MPC2 (world model + MPPI planning) on continuous action spaces, JAX or host envs.
 
     ``TDMPC2("Pendulum-v1", TDMPC2Config.preset(1)).train(seed, total_steps, n_seeds)``; the
@@ -98,28 +98,15 @@ class TDMPC2(Algorithm):
             self.env = repeated(self.config, self.env)
             self.eval_env = repeated(self.config, self.eval_env)
 
+    def replay_agent(self, total_steps: int) -> ReplayAgent:
+        """Host envs repeat actions themselves (``action_repeat`` env option from the config)."""
+        return replay_agent(self.config, self.env, total_steps)
+
     def make_chunks(self, total_steps: int) -> Chunks:
-        if not self.is_jax:
-            raise ValueError(
-                f"{self.env_id!r} is a host env: its runs go through host_run (TDMPC2.train and "
-                "`ajax train` pick it)"
-            )
+        self.require_jax_env()
         loop = make_loop(self.config, self.env, self.eval_env, total_steps)
         n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
         return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)
-
-    def host_run(self, total_steps: int, seeds: list[int]):
-        """The shared loop's ticks around host simulators
-        (:class:`~ajax.training.host_loop.HostReplayRun`), the action repeat done by the host
-        env (``action_repeat`` env option, set from the config)."""
-        agent = replay_agent(self.config, self.env, total_steps)
-        per_chunk = max(1, self.config.eval_freq // self.config.n_envs) * self.config.n_envs
-        return HostReplayRun(self, agent, seeds, per_chunk)
-
-    def replay_nbytes(self, total_steps: int) -> int:
-        spec = self.env.spec
-        agent = replay_agent(self.config, self.env, total_steps)
-        return replay_nbytes(agent, spec, self.config.n_envs)
 
     def policy(self):
         """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""
