@@ -15,10 +15,17 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import tyro
 
 from ajax.cli_flags import UsageError, parse_flags, split_flags
+
+
+def is_primary() -> bool:
+    from ajax.training.distributed import is_primary
+
+    return is_primary()
 
 
 def _agents() -> dict[str, type]:
@@ -49,7 +56,57 @@ def _agents() -> dict[str, type]:
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainArgs:
+class PlacementArgs:
+    """Where a run goes (``ajax train`` and ``ajax resume``): devices, layout and processes.
+
+    Attributes:
+        devices: devices to spread the run over (default: 1; a multi-process run: all).
+        parallel: "seeds" splits the vmapped seeds over the devices; "data" splits one run's
+            env and update batches (replay agents).
+        coordinator: HOST:PORT of process 0 of a multi-process run (or JAX_COORDINATOR_ADDRESS).
+        num_processes: processes of the run (or JAX_NUM_PROCESSES).
+        process_id: this process (or JAX_PROCESS_ID).
+        coordinator_timeout: seconds to wait for the coordinator and every process.
+    """
+
+    devices: int | None = None
+    parallel: Literal["seeds", "data"] = "seeds"
+    coordinator: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+    coordinator_timeout: int = 60
+
+    def connect(self) -> int:
+        """Join the other processes (before JAX computes anything); returns the devices to
+        use: --devices, else every process's devices in a multi-process run, else 1."""
+        import jax
+
+        from ajax.training.distributed import DistributedError, Processes, connect
+
+        try:
+            processes = Processes.from_env(
+                coordinator=self.coordinator,
+                num_processes=self.num_processes,
+                process_id=self.process_id,
+                timeout=self.coordinator_timeout,
+            )
+            connect(processes)
+        except (ValueError, DistributedError) as err:
+            raise UsageError(str(err)) from err
+        if self.devices is not None:
+            return self.devices
+        return jax.device_count() if processes.num_processes > 1 else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeArgs(PlacementArgs):
+    """Options of ``ajax resume DIR``."""
+
+    ignore_version: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainArgs(PlacementArgs):
     """Options of ``ajax train`` other than the agent's config fields."""
 
     env: str = "Pendulum-v1"
@@ -61,7 +118,6 @@ class TrainArgs:
     checkpoint_every: int = 5
     progress: bool = True
     wandb_project: str | None = None
-    devices: int = 1
     pixels: bool = False
     frame_stack: int = 1
     resize: int | None = None
@@ -112,6 +168,7 @@ def cmd_train(argv: list[str]) -> int:
     args = parse_flags(TrainArgs, own_args, TrainArgs())
     if args.steps <= 0:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
+    devices = args.connect()
     try:
         config = parse_flags(config_cls, config_args, config_cls()) if config_args else config_cls()
     except ValueError as err:
@@ -132,13 +189,14 @@ def cmd_train(argv: list[str]) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
-    _check_devices(args.devices, args.n_seeds, algo.is_jax)
     try:
-        algo.check_memory(args.steps, args.n_seeds, args.devices)
+        algo.mesh(devices, args.n_seeds, args.parallel)
+        algo.check_memory(args.steps, args.n_seeds, devices, args.parallel)
     except ValueError as err:
         raise UsageError(str(err)) from err
     try:
-        prepare_run_dir(out, spec, args.overwrite)
+        if is_primary():
+            prepare_run_dir(out, spec, args.overwrite)
     except FileExistsError as err:
         raise UsageError(str(err)) from err
     except OSError as err:
@@ -152,8 +210,11 @@ def cmd_train(argv: list[str]) -> int:
         out,
         progress=args.progress,
         wandb_project=args.wandb_project,
-        devices=args.devices,
+        devices=devices,
+        parallel=args.parallel,
     )
+    if not is_primary():
+        return 0
     _report(summary, out)
     if summary["eval_every"] != getattr(config, "eval_freq", summary["eval_every"]):
         print(f"note: --eval-freq {config.eval_freq} evaluated every {summary['eval_every']} env "
@@ -193,42 +254,44 @@ def _config_from(agent: str, values: dict):
         raise RunDirError(f"run.json's config: {err}") from err
 
 
-def _check_devices(devices: int, n_seeds: int, is_jax: bool) -> None:
-    from ajax.training.sharding import seed_mesh
-
-    try:
-        seed_mesh(devices, n_seeds, is_jax)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
-
-
 def cmd_resume(argv: list[str]) -> int:
     from ajax.training.run import execute, load_spec
 
-    usage = "usage: ajax resume DIR [--devices D] [--ignore-version]"
-    ignore_version = "--ignore-version" in argv
-    argv = [a for a in argv if a != "--ignore-version"]
-    devices = 1
-    if "--devices" in argv:
-        i = argv.index("--devices")
-        try:
-            devices = int(argv[i + 1])
-        except (IndexError, ValueError):
-            raise UsageError(f"--devices needs a positive integer; {usage}") from None
-        argv = argv[:i] + argv[i + 2 :]
-    if len(argv) != 1 or argv[0].startswith("-"):
+    usage = "usage: ajax resume DIR [--devices D] [--parallel seeds|data] [--ignore-version]"
+    positional, flags, i = [], [], 0
+    while i < len(argv):  # DIR may come before, between or after the options
+        tok = argv[i]
+        takes_value = tok.startswith("--") and "=" not in tok and tok != "--ignore-version"
+        if tok.startswith("-"):
+            flags += argv[i : i + 1 + takes_value]
+            i += 1 + takes_value
+        else:
+            positional.append(tok)
+            i += 1
+    if len(positional) != 1:
         raise UsageError(usage)
-    out = Path(argv[0])
+    out, args = Path(positional[0]), parse_flags(ResumeArgs, flags, ResumeArgs())
+    devices = args.connect()
     try:
         spec = load_spec(out)
     except FileNotFoundError as err:
         raise UsageError(str(err)) from err
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config), spec.env_options)
-    _check_devices(devices, spec.n_seeds, algo.is_jax)
+    try:
+        algo.mesh(devices, spec.n_seeds, args.parallel)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     summary, _ = execute(
-        algo, spec, out, resume=True, ignore_version=ignore_version, devices=devices
+        algo,
+        spec,
+        out,
+        resume=True,
+        ignore_version=args.ignore_version,
+        devices=devices,
+        parallel=args.parallel,
     )
-    _report(summary, out)
+    if is_primary():
+        _report(summary, out)
     return 0
 
 

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import itertools
+import types
 import typing
 
 import tyro
@@ -109,6 +110,9 @@ def _diagnose(cls, args: list[str]) -> str:
         if dotted.split(".")[-1].startswith("no_"):
             continue  # a boolean switch
         owner, name, hint = _resolve(cls, dotted)
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(options) == 1:
+            hint = options[0]  # an optional flag (e.g. --devices): the value's own type
         if hint is bool:
             continue
         if dataclasses.is_dataclass(hint):
@@ -121,6 +125,9 @@ def _diagnose(cls, args: list[str]) -> str:
         )
         if not values:
             return f"{_flag(dotted)} needs a value: {_takes(owner, name, hint)}"
+        if typing.get_origin(hint) is typing.Literal and values[0] not in typing.get_args(hint):
+            choices = ", ".join(map(str, typing.get_args(hint)))
+            return f"invalid value {values[0]!r} for {_flag(dotted)}: it takes one of {choices}"
         arity = len(typing.get_args(hint)) if typing.get_origin(hint) is tuple else 1
         if arity > 1 and len(values) != arity:
             return (f"{_flag(dotted)} takes {arity} values, got {len(values)}: "

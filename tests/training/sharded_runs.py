@@ -2,7 +2,9 @@
 
 ``python sharded_runs.py AGENT OUT_DIR`` trains AGENT's tiny config with 4 seeds on one device
 and sharded over 4 devices (a run directory), resumes that directory on 1 and on 2 devices, and
-prints one JSON object of measurements (the test asserts on them).
+prints one JSON object of measurements (the test asserts on them). ``python sharded_runs.py
+AGENT OUT_DIR data`` trains 2 seeds on one device and in the data layout over 4 devices, and
+measures each device's share of a chunk's FLOPs (XLA's cost analysis of the compiled chunk).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config  # noqa: E402
 from ajax.training.io import read_jsonl  # noqa: E402
 from ajax.training.run import RunSpec, execute, prepare_run_dir  # noqa: E402
+from ajax.training.sharding import mesh_context, shard_seeds  # noqa: E402
 
 AGENTS = {
     "sac": (SAC, "Pendulum-v1", 100, SACConfig(hidden=16, batch_size=32, learning_starts=32,
@@ -99,5 +102,40 @@ def main(agent: str, out: Path) -> dict:
     return result
 
 
+def _chunk_flops(algo, chunks, devices: int | None) -> float:
+    """FLOPs one device runs in a compiled chunk of 2 vmapped seeds (data layout over
+    ``devices``, or one device)."""
+    mesh = algo.mesh(devices, 2, "data")
+    keys = jax.vmap(jax.random.PRNGKey)(np.arange(2))
+    state = shard_seeds(jax.jit(jax.vmap(chunks.init))(keys), mesh)
+    with mesh_context(mesh):
+        cost = jax.jit(jax.vmap(chunks.run_chunk)).lower(state).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+def data_parallel(agent: str) -> dict:
+    """2 seeds on one device against the data layout over 4 devices (update batch and env
+    batch split, parameters replicated)."""
+    cls, env, steps, config = AGENTS[agent]
+    if agent in ("dreamerv3", "tdmpc2"):  # a batch that splits over 4 devices and, for
+        # TD-MPC2, outweighs the (replicated) planning of its single env
+        config = dataclasses.replace(config, batch_size={"dreamerv3": 4, "tdmpc2": 32}[agent])
+    one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2)
+    four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2, devices=4, parallel="data")
+    algo = cls(env, config)
+    chunks = algo.make_chunks(steps)
+    return {
+        "devices": len(jax.devices()),
+        "param_diff": _max_diff(one.state.agent, four.state.agent),
+        "ints_equal": _int_leaves_equal(one.state, four.state),
+        "eval_one": np.asarray(one.metrics["eval_return"]).tolist(),
+        "eval_four": np.asarray(four.metrics["eval_return"]).tolist(),
+        "flops_share": _chunk_flops(algo, chunks, 4) / _chunk_flops(algo, chunks, None),
+    }
+
+
 if __name__ == "__main__":
-    print("RESULT " + json.dumps(main(sys.argv[1], Path(sys.argv[2]))))
+    if sys.argv[3:] == ["data"]:
+        print("RESULT " + json.dumps(data_parallel(sys.argv[1])))
+    else:
+        print("RESULT " + json.dumps(main(sys.argv[1], Path(sys.argv[2]))))

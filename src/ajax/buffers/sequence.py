@@ -57,6 +57,7 @@ from ajax.buffers.windows import (
     tdmpc2_slice_from_rows,
     tdmpc2_valid_starts,
 )
+from ajax.partition import constrain_data
 
 PyTree = Any
 REQUIRED_FIELDS = ("obs", "action", "reward", "is_first", "is_last", "is_terminal")
@@ -170,7 +171,8 @@ def gather_windows(
     """Rows start..start+length-1 of each indexed window, (B, length, ...), ring-wrapped."""
     slot = (index.start_idx[:, None] + jnp.arange(length)) % state.capacity
     env = index.env_idx[:, None]
-    return jax.tree.map(lambda buf: buf[env, slot], state.rows)
+    # the update batch splits over a data mesh's devices (a no-op otherwise)
+    return constrain_data(jax.tree.map(lambda buf: buf[env, slot], state.rows))
 
 
 def write_back(

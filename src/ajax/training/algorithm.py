@@ -15,13 +15,15 @@ import jax
 import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
+from ajax.training.distributed import to_host
 from ajax.training.loop import Policy, stateless
 from ajax.training.memory import check_replay_fits, device_bytes
 from ajax.training.sharding import (
     CHUNKS_THEN_SEEDS,
     SEEDS,
+    device_mesh,
+    mesh_context,
     over_seeds,
-    seed_mesh,
     shard_seeds,
 )
 
@@ -65,13 +67,16 @@ def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare
     (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
     vmapped init from keys). Returns a host callable ``x -> (states, records)``. Records reach
     ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
-    callback inside ``shard_map`` would see one device's block of seeds only."""
+    callback inside ``shard_map`` would see one device's block of seeds only (and an ordered
+    callback is refused in a program partitioned over several devices)."""
     segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None)
     body = segment if prepare is None else (lambda x: segment(prepare(x)))
     jitted = jax.jit(over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
 
     def run(x):
-        states, records = jitted(x)
+        with mesh_context(mesh):
+            states, records = jitted(x)
+        records = to_host(records)  # whole on every process of a multi-process run
         if mesh is not None and on_record is not None:
             for i in range(num_chunks):
                 on_record(jax.tree.map(lambda r, i=i: r[i], records))
@@ -89,6 +94,8 @@ class Algorithm:
     continuous: ClassVar[bool] = True
     discrete: ClassVar[bool] = False
     images: ClassVar[bool] = False  # has an image encoder (else image envs are refused)
+    # runs on the shared replay loop, whose env and update batches split over devices
+    data_parallel: ClassVar[bool] = False
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
         self.config = self.config_cls() if config is None else config
@@ -126,16 +133,45 @@ class Algorithm:
         """Bytes of one seed's replay for a run of ``total_steps`` (0: not checked)."""
         return 0
 
-    def check_memory(self, total_steps: int, n_seeds: int, devices: int | None = None) -> None:
+    def check_memory(
+        self, total_steps: int, n_seeds: int, devices: int | None = None, parallel: str = "seeds"
+    ) -> None:
         """Refuse (``ValueError`` naming the fix) a run whose replays cannot fit on the device.
 
-        Forced CPU devices share the host's memory, so on the CPU every seed counts."""
+        Forced CPU devices share the host's memory, so on the CPU every seed counts; so it does
+        in the data layout, where every device holds the whole (replicated) replay."""
         per_seed = self.replay_nbytes(total_steps)
         if per_seed:
             available, where = device_bytes()
-            on_cpu = jax.devices()[0].platform == "cpu"
-            per_device = n_seeds if on_cpu else -(-n_seeds // (devices or 1))
+            whole = jax.devices()[0].platform == "cpu" or parallel == "data"
+            per_device = n_seeds if whole else -(-n_seeds // (devices or 1))
             check_replay_fits(per_seed, per_device, available, where)
+
+    def mesh(self, devices: int | None, n_seeds: int, parallel: str = "seeds"):
+        """The device mesh of a run (:mod:`ajax.training.sharding`), or None for one device.
+        The data layout needs an agent on the shared replay loop and an update batch (and more
+        than one env, if any) that divides over the devices; ValueError names the fix."""
+        if parallel == "data" and isinstance(devices, int) and devices > 1:
+            self._check_data_split(devices)
+        return device_mesh(devices, n_seeds, self.is_jax, parallel)
+
+    def _check_data_split(self, devices: int) -> None:
+        if not self.data_parallel:
+            raise ValueError(
+                f"{self.name} has no data-parallel layout (it is for the replay agents: sac, td3, "
+                "redq, crossq, dqn, asac, tdmpc2, dreamerv3); use --parallel seeds"
+            )
+        c = self.config
+        if c.batch_size % devices:
+            raise ValueError(
+                f"--batch-size {c.batch_size} does not divide over --devices {devices} "
+                f"(--parallel data splits the update batch); pick a multiple of {devices}"
+            )
+        if c.n_envs > 1 and c.n_envs % devices:
+            raise ValueError(
+                f"--n-envs {c.n_envs} does not divide over --devices {devices} (--parallel "
+                f"data splits the env batch); pick 1 or a multiple of {devices}"
+            )
 
     def agent_act(self) -> Callable:
         """``act(agent_state, obs, key, deterministic) -> action`` of a policy without carry."""
@@ -164,13 +200,15 @@ class Algorithm:
         n_seeds: int = 1,
         on_record=None,
         devices: int | None = None,
+        parallel: str = "seeds",
     ) -> TrainResult:
         """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each;
-        ``devices`` shards the seeds over that many devices (:mod:`ajax.training.sharding`)."""
+        ``devices`` spreads the run over that many devices, by seed (``parallel="seeds"``) or
+        by env and update batch (``"data"``; :mod:`ajax.training.sharding`)."""
         check_steps(total_steps)
         check_seeds(seed, n_seeds)
-        self.check_memory(total_steps, n_seeds, devices)
-        mesh = seed_mesh(devices, n_seeds, self.is_jax)
+        self.check_memory(total_steps, n_seeds, devices, parallel)
+        mesh = self.mesh(devices, n_seeds, parallel)
         if not self.is_jax:
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
@@ -179,6 +217,7 @@ class Algorithm:
             chunks.run_chunk, chunks.n_chunks, on_record, mesh, prepare=jax.vmap(chunks.init)
         )
         states, records = run(shard_seeds(keys, mesh))
+        states = to_host(states)  # whole on every process of a multi-process run
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]
         if n_seeds == 1:
             states = jax.tree.map(lambda x: x[0], states)

@@ -44,8 +44,16 @@ class CheckpointStatus:
 
 
 def _manager(directory: str | Path, max_to_keep: int | None = 2) -> ocp.CheckpointManager:
+    # Each process manages its own (host-array) checkpoints alone: process 0 saves, every
+    # process may restore; no barrier waits for processes that never call in.
+    me = jax.process_index()
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, create=True, enable_async_checkpointing=False
+        max_to_keep=max_to_keep,
+        create=False,
+        enable_async_checkpointing=False,
+        multiprocessing_options=ocp.options.MultiprocessingOptions(
+            primary_host=me, active_processes={me}
+        ),
     )
     return ocp.CheckpointManager(Path(directory).absolute(), options=options)
 
@@ -99,6 +107,7 @@ def save_checkpoint(
     """Save ``state`` (a pytree of arrays) as checkpoint ``step``, then record its digest and
     ``identity`` (what made it) in the manifest; returns when both are on disk."""
     directory = Path(directory)
+    Path(directory).mkdir(parents=True, exist_ok=True)  # orbax creates none with active_processes
     with _manager(directory, max_to_keep) as mngr:
         host = jax.tree.map(_storable, jax.device_get(state))
         mngr.save(step, args=ocp.args.StandardSave(host), force=True)

@@ -288,6 +288,7 @@ class ReplayAlgorithm(Algorithm):
     :class:`~ajax.environments.host.HostExplicitReset`)."""
 
     host_wrap: Callable[[HostEnv], HostEnv] | None = None
+    data_parallel = True
 
     def replay_agent(self, total_steps: int) -> ReplayAgent:
         """The agent's :class:`~ajax.training.loop.ReplayAgent` for a run of that length."""
@@ -313,6 +314,8 @@ class ReplayAlgorithm(Algorithm):
 
 class OffPolicyAlgorithm(Algorithm):
     """Base of the off-policy agents: subclasses give :meth:`agent`, the loop does the rest."""
+
+    data_parallel = True
 
     def agent(self):
         """The agent's :class:`~ajax.training.off_policy.OffPolicyAgent` functions."""

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 
 from ajax.environments.normalize import obs_moments, pooled_moments, reset_for_eval
 from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
+from ajax.training.sharding import constrain_data
 
 
 class Tick(flax.struct.PyTreeNode):
@@ -208,7 +209,7 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
 
     def init(key) -> LoopState:
         k_learn, k_env, k_run = jax.random.split(key, 3)
-        ts = jax.vmap(env.reset)(jax.random.split(k_env, n))
+        ts = constrain_data(jax.vmap(env.reset)(jax.random.split(k_env, n)))
         return steps.init_state((k_learn, k_run), Tick.reset(ts), ts.state)
 
     def vector_step(state: LoopState, _):
@@ -217,6 +218,8 @@ def make_loop(config, env, eval_env, agent: ReplayAgent) -> Loop:
         ts = jax.vmap(env.step)(
             jax.random.split(k_env, n), state.env_state, to_env_action(env, action)
         )
+        # the env batch splits over a data mesh's devices (a no-op otherwise)
+        ts = constrain_data(ts)
         return steps.absorb(state, action, carry, ts, key, k_upd), None
 
     def run_chunk(state: LoopState):

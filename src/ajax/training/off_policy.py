@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from ajax.training.config import OffPolicyConfig
 from ajax.training.loop import Clock, ReplayAgent, make_loop, stateless, zeros_like_shapes
 from ajax.training.rollout import lockstep, random_actions
+from ajax.training.sharding import constrain_data
 
 
 class Transition(NamedTuple):
@@ -99,7 +100,8 @@ def make_off_policy(config: OffPolicyConfig, env, eval_env, agent: OffPolicyAgen
 
         def one(agent_state, k):
             k_sample, k_update = jax.random.split(k)
-            batch = buffer.sample(buffer_state, k_sample).experience
+            # the update batch splits over a data mesh's devices (a no-op otherwise)
+            batch = constrain_data(buffer.sample(buffer_state, k_sample).experience)
             return agent.update(agent_state, batch, k_update)
 
         keys = jax.random.split(key, config.gradient_steps)

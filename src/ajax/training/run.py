@@ -20,6 +20,7 @@ import numpy as np
 
 from ajax.training.algorithm import Algorithm, n_chunks_for, seeds_segment
 from ajax.training.checkpoint import identity_of, restore_newest_good, save_checkpoint
+from ajax.training.distributed import is_primary, to_host
 from ajax.training.io import (
     jsonable,
     plot_curve,
@@ -29,7 +30,7 @@ from ajax.training.io import (
     write_json_atomic,
 )
 from ajax.training.logger import RunLogger
-from ajax.training.sharding import over_seeds, seed_mesh, shard_seeds
+from ajax.training.sharding import mesh_context, over_seeds, shard_seeds
 from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
@@ -194,22 +195,30 @@ def warn(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _quiet(message: str) -> None:
+    del message
+
+
 def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None):
     """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
     losses or parameters went non-finite is not checkpointed (:class:`Diverged`). Sharded over
-    ``mesh``, a segment's records are logged when it returns (a callback sees one block)."""
+    ``mesh``, a segment's records are logged when it returns (a callback sees one block). Over
+    several processes, the state is gathered whole on each (:func:`to_host`) to be checked and
+    saved."""
     segments: dict[int, Any] = {}
+    whole = to_host(state)
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
             segments[n] = seeds_segment(chunks.run_chunk, n, logger, mesh)
         state, records = segments[n](state)
         jax.block_until_ready(state)
-        check_finite(records, state.agent)
+        whole = to_host(state)
+        check_finite(records, whole.agent)
         done_chunks += n
         if save is not None:
-            save(done_chunks, state)
-    return state
+            save(done_chunks, whole)
+    return whole
 
 
 def _run_host(run, n_chunks, done_chunks, spec, logger, save):
@@ -235,24 +244,27 @@ def execute(
     wandb_project: str | None = None,
     ignore_version: bool = False,
     devices: int | None = None,
+    parallel: str = "seeds",
 ) -> tuple[dict[str, Any], Any]:
     """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``.
 
     ``resume`` continues from the newest checkpoint that verifies (damaged ones are moved aside,
     see :func:`ajax.training.checkpoint.restore_newest_good`) after checking it was made by
     this spec, and cuts ``metrics.jsonl`` back to that checkpoint's step (to 0 without one).
-    ``devices`` shards the seeds over that many devices; it is not part of the run's identity
-    (a checkpoint is host arrays, so a run saved on 4 devices resumes on any divisor count).
+    ``devices`` spreads the run over that many devices, by seed or, with ``parallel="data"``,
+    by env and update batch; neither is part of the run's identity (a checkpoint is host
+    arrays, so a run saved on 4 devices resumes on any device count that fits the layout).
     """
     seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
-    mesh = seed_mesh(devices, spec.n_seeds, algo.is_jax)
+    mesh = algo.mesh(devices, spec.n_seeds, parallel)
     if algo.is_jax:
         chunks = algo.make_chunks(spec.steps)
         keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
-        state = jax.jit(over_seeds(jax.vmap(chunks.init), mesh))(keys)
+        with mesh_context(mesh):
+            state = jax.jit(over_seeds(jax.vmap(chunks.init), mesh))(keys)
         per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
     else:
         run = algo.host_run(spec.steps, seeds)
@@ -260,30 +272,35 @@ def execute(
         n_chunks = n_chunks_for(spec.steps, per_chunk)
     done_chunks, wall_offset = 0, 0.0
     save = None
-    if ckpt_dir is not None:
+    primary = is_primary()  # process 0 writes the run directory; the others write nothing
+    if ckpt_dir is not None and primary:
         made_by = identity(spec)
 
         def save(step, state):
             save_checkpoint(ckpt_dir, step, state, identity=made_by)
 
     if resume and ckpt_dir is not None:
-        step, state = restore_newest_good(ckpt_dir, state, warn=warn)
+        # every process reads the same newest good step; only process 0 moves damage aside
+        step, state = restore_newest_good(
+            ckpt_dir, to_host(state), move_damaged=primary, warn=warn if primary else _quiet
+        )
         if algo.is_jax:
             state = shard_seeds(state, mesh)
         done_chunks = step or 0
         if done_chunks > n_chunks:
             raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
-        previous = truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk)
+        metrics = out / "metrics.jsonl"
+        previous = truncate_jsonl(metrics, done_chunks * per_chunk) if primary else []
         times = [
             r["wall_time_s"] for r in previous if isinstance(r.get("wall_time_s"), float | int)
         ]
         wall_offset = float(times[-1]) if times else 0.0
     logger = RunLogger(
-        out,
+        out if primary else None,
         n_chunks * per_chunk,
         done_chunks * per_chunk,
-        progress=progress,
-        wandb_project=wandb_project,
+        progress=progress and primary,
+        wandb_project=wandb_project if primary else None,
         wall_time_offset=wall_offset,
     )
     try:
@@ -295,7 +312,7 @@ def execute(
                 run.restart_episodes()
             state = _run_host(run, n_chunks, done_chunks, spec, logger, save)
     except Diverged as err:
-        if out is not None:
+        if out is not None and primary:
             diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
                         "diverged": err.name, "step": err.step, "seeds": seeds}  # fmt: skip
             write_json_atomic(out / "summary.json", diverged)
@@ -304,7 +321,8 @@ def execute(
         logger.close()
         if not algo.is_jax:
             run.close()
-    records = read_jsonl(out / "metrics.jsonl") if out is not None else logger.records
+    written = out is not None and primary
+    records = read_jsonl(out / "metrics.jsonl") if written else logger.records
     last = records[-1].get("eval_returns") if records else None
     final = np.asarray(last if isinstance(last, list) else [np.nan] * spec.n_seeds, dtype=float)
     summary = {
@@ -319,7 +337,7 @@ def execute(
         "wall_time_s": round(logger.wall_time(), 3),
         "env_steps_per_s": round(logger.steps_per_second() * spec.n_seeds, 1),
     }
-    if out is not None:
+    if written:
         write_json_atomic(out / "summary.json", summary)
         plot_curve(out / "curve.png", records, f"{spec.agent} on {spec.env}")
     return summary, state

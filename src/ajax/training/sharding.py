@@ -1,62 +1,103 @@
-"""Seeds across devices: the vmapped seed axis of a run, sharded over a 1-D device mesh.
+"""Runs across devices: the vmapped seed axis, or one run's env and update batches, over a mesh.
 
-Every leaf of a run's state carries the seed axis first (records: second, after the chunk
-axis), and no computation mixes seeds. :func:`over_seeds` wraps a seed-vmapped function in
-``jax.shard_map`` over a mesh axis "seeds", so each device runs the one-device program on its own
-block of ``n_seeds / devices`` seeds, with no communication. A device's seeds are therefore
-bitwise what the same block gives run alone on one device; against one device holding all
-``n_seeds`` they agree to float rounding only, because XLA's CPU backend compiles a different
-seed batch into different kernels (see ``tests/training/test_reproducibility.py``). On CPU,
-several devices come from ``XLA_FLAGS=--xla_force_host_platform_device_count=N``.
+Two layouts, one 1-D mesh each (``--parallel``):
+
+- **seeds** (axis "seeds"): every leaf of a run's state carries the seed axis first (records:
+  second, after the chunk axis), and no computation mixes seeds. :func:`over_seeds` wraps a
+  seed-vmapped function in ``jax.shard_map``, so each device runs the one-device program on its
+  own block of ``n_seeds / devices`` seeds, with no communication. A device's seeds are bitwise
+  what the same block gives run alone on one device; against one device holding all ``n_seeds``
+  they agree to float rounding only, because XLA's CPU backend compiles a different seed batch
+  into different kernels (see ``tests/training/test_reproducibility.py``).
+- **data** (axis "data"): one run's state is replicated on every device, and the shared loop
+  and replay mark the env batch (:func:`constrain_data` in ``training.loop``) and the sampled
+  update batch (``off_policy``, ``buffers.sequence``) as split over the devices. jit's sharding
+  propagation (GSPMD) then partitions the program: each device steps its envs and runs the
+  forward and backward passes of its part of the batch, and the gradient's batch sum becomes an
+  all-reduce, so parameters stay replicated. The maths is the one-device program's; only sums
+  over the batch are reassociated (the official DreamerV3's multi-GPU mode, done by the
+  compiler instead of by hand).
+
+On CPU, several devices come from ``XLA_FLAGS=--xla_force_host_platform_device_count=N``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from ajax.partition import constrain_data  # noqa: F401  (the data layout's one marker)
+
 SEEDS = PartitionSpec("seeds")
 CHUNKS_THEN_SEEDS = PartitionSpec(None, "seeds")
+PARALLEL = ("seeds", "data")
 
 
-def seed_mesh(devices: int | None, n_seeds: int, is_jax: bool = True) -> Mesh | None:
-    """A mesh of the first ``devices`` devices along axis "seeds", or None for one device.
-    Raises ValueError naming the fix for more devices than exist, seeds that do not divide, or
-    a host env (``is_jax`` False: its simulators step on the host, not on the devices)."""
+def device_mesh(
+    devices: int | None, n_seeds: int, is_jax: bool = True, parallel: str = "seeds"
+) -> Mesh | None:
+    """A mesh of the first ``devices`` devices along axis ``parallel`` ("seeds" or "data"), or
+    None for one device. Raises ValueError naming the fix for more devices than exist, seeds
+    that do not divide (seeds layout), or a host env (``is_jax`` False: its simulators step on
+    the host, not on the devices)."""
+    if parallel not in PARALLEL:
+        raise ValueError(f"--parallel must be one of {PARALLEL}, got {parallel!r}")
     if devices is None or devices == 1:
         return None
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices must be a positive integer, got {devices!r}")
     if not is_jax:
         raise ValueError("--devices applies to JAX envs; a host env steps on the host")
-    if n_seeds % devices:
+    if parallel == "seeds" and n_seeds % devices:
         raise ValueError(
             f"--n-seeds {n_seeds} does not divide over --devices {devices}; pick a multiple "
-            f"of {devices} seeds or a divisor of {n_seeds} devices"
+            f"of {devices} seeds or a divisor of {n_seeds} devices (or --parallel data)"
         )
     available = jax.devices()
+    if jax.process_count() > 1 and devices != len(available):
+        raise ValueError(
+            f"--devices {devices}: a run over {jax.process_count()} processes spreads over all "
+            f"their {len(available)} devices; pass --devices {len(available)} or leave it out"
+        )
     if devices > len(available):
         raise ValueError(
             f"--devices {devices} asks for more devices than the {len(available)} "
             f"{available[0].platform} device(s) here; lower --devices (on CPU, "
             f"XLA_FLAGS=--xla_force_host_platform_device_count={devices} makes more)"
         )
-    return Mesh(available[:devices], ("seeds",))
+    return Mesh(available[:devices], (parallel,))
+
+
+def seed_mesh(devices: int | None, n_seeds: int, is_jax: bool = True) -> Mesh | None:
+    """:func:`device_mesh` of the seeds layout."""
+    return device_mesh(devices, n_seeds, is_jax, "seeds")
+
+
+def is_data_mesh(mesh: Mesh | None) -> bool:
+    return mesh is not None and "data" in mesh.axis_names
 
 
 def shard_seeds(tree: Any, mesh: Mesh | None) -> Any:
-    """Place ``tree`` (leading seed axis on every leaf) over ``mesh``; unchanged without one."""
+    """Place ``tree`` (leading seed axis on every leaf) over ``mesh``: split by seed on a seeds
+    mesh, replicated on a data mesh; unchanged without one."""
     if mesh is None:
         return tree
-    sharding = NamedSharding(mesh, SEEDS)
+    sharding = NamedSharding(mesh, PartitionSpec() if is_data_mesh(mesh) else SEEDS)
     return jax.tree.map(lambda x: jax.device_put(x, sharding), tree)
 
 
 def over_seeds(fn, mesh: Mesh | None, out_specs: Any = SEEDS):
-    """``fn`` (seed axis first on its inputs) run by every device on its block of seeds;
-    ``fn`` itself without a mesh. ``out_specs`` places the outputs' seed axes."""
-    if mesh is None:
+    """``fn`` (seed axis first on its inputs) run by every device on its block of seeds; ``fn``
+    itself without a mesh or on a data mesh. ``out_specs`` places the outputs' seed axes."""
+    if mesh is None or is_data_mesh(mesh):
         return fn
     return jax.shard_map(fn, mesh=mesh, in_specs=SEEDS, out_specs=out_specs, check_vma=False)
+
+
+def mesh_context(mesh: Mesh | None):
+    """The context to trace and call a run's jitted functions in: ``jax.set_mesh(mesh)`` makes
+    the mesh visible to :func:`constrain_data` while tracing."""
+    return contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
