@@ -68,7 +68,9 @@ def _one(args: list[str], devices: int = 1) -> None:
 
 
 def _evals(out: Path) -> list:
-    return [json.loads(ln)["eval_returns"] for ln in (out / "metrics.jsonl").read_text().splitlines()]
+    return [
+        json.loads(ln)["eval_returns"] for ln in (out / "metrics.jsonl").read_text().splitlines()
+    ]
 
 
 def _state(out: Path):
