@@ -10,27 +10,11 @@ different kernels; see ``ajax.training.sharding``.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from tests.training.sharded import measure
 
 from ajax.cli import main
-
-HELPER = Path(__file__).with_name("sharded_runs.py")
-
-
-def _measure(agent: str, tmp_path: Path, *mode: str) -> dict:
-    proc = subprocess.run(
-        [sys.executable, str(HELPER), agent, str(tmp_path), *mode],
-        capture_output=True, text=True, timeout=1500, check=False,
-    )  # fmt: skip
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1].removeprefix("RESULT "))
 
 
 @pytest.mark.parametrize(
@@ -43,7 +27,7 @@ def _measure(agent: str, tmp_path: Path, *mode: str) -> dict:
     ],
 )
 def test_seeds_sharded_over_four_devices_match_one_device(agent, tmp_path):
-    r = _measure(agent, tmp_path)
+    r = measure(agent, tmp_path)
     assert r["devices"] == 4
     assert r["sharded_leaves"] == r["leaves"] and r["shard_seeds"] == [1]
     assert r["ints_equal"]
@@ -53,28 +37,6 @@ def test_seeds_sharded_over_four_devices_match_one_device(agent, tmp_path):
         assert r[f"resume{devices}_steps"] > 0
         assert r[f"resume{devices}_devices"] == devices
         assert r[f"resume{devices}_diff"] < 1e-4, r
-
-
-@pytest.mark.parametrize(
-    "agent",
-    [
-        "tdmpc2",
-        pytest.param("sac", marks=pytest.mark.slow),
-        pytest.param("dreamerv3", marks=pytest.mark.slow),
-    ],
-)
-def test_data_parallel_over_four_devices_matches_one_device(agent, tmp_path):
-    """One run's update batch (and env batch) split over 4 devices, parameters replicated: the
-    one-device maths up to reassociated batch sums (integer state bitwise, parameters within
-    1e-4, eval returns within 1e-4 relative), and each device runs under half the FLOPs of a
-    chunk (measured shares: SAC 0.30, TD-MPC2 0.32, DreamerV3 0.27 of one device's; what is
-    not split is the replicated evaluation, acting and the planner over one env)."""
-    r = _measure(agent, tmp_path, "data")
-    assert r["devices"] == 4
-    assert r["ints_equal"]
-    assert r["param_diff"] < 1e-4, r["param_diff"]
-    np.testing.assert_allclose(r["eval_four"], r["eval_one"], rtol=1e-4, atol=1e-4)
-    assert r["flops_share"] < 0.5, r["flops_share"]
 
 
 @pytest.mark.parametrize(
@@ -90,24 +52,6 @@ def test_data_parallel_over_four_devices_matches_one_device(agent, tmp_path):
 )
 def test_devices_bad_input_is_one_line(flags, expected, tmp_path, capsys):
     argv = ["train", "sac", "--env", "Pendulum-v1", "--steps", "10", "--out", str(tmp_path / "o")]
-    assert main(argv + flags) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and expected in err[0], err
-    assert not (tmp_path / "o").exists()
-
-
-@pytest.mark.parametrize(
-    "argv, expected",
-    [
-        (["train", "ppo", "--env", "CartPole-v1"], "ppo has no data-parallel layout"),
-        (["train", "sac", "--batch-size", "31", "--learning-starts", "31"],
-         "--batch-size 31 does not divide over --devices 2"),
-        (["train", "sac", "--n-envs", "3"], "--n-envs 3 does not divide over --devices 2"),
-    ],
-    ids=["not-a-replay-agent", "batch", "envs"],
-)  # fmt: skip
-def test_data_layout_bad_input_is_one_line(argv, expected, tmp_path, capsys):
-    flags = ["--steps", "10", "--out", str(tmp_path / "o"), "--devices", "2", "--parallel", "data"]
     assert main(argv + flags) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err

@@ -1,5 +1,7 @@
 """TD-MPC2 agent: planning through the world model (B13, B9), replay windows (B18), smoke runs."""
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,9 +16,11 @@ from ajax.agents.tdmpc2 import (
     draw_act_noise,
 )
 from ajax.agents.tdmpc2.act import act, plan_one
-from ajax.agents.tdmpc2.agent import can_sample, sample_batch
+from ajax.agents.tdmpc2.agent import can_sample, repeated, replay_agent, sample_batch
 from ajax.agents.tdmpc2.update import init_state
 from ajax.buffers import sequence
+from ajax.environments import make_env
+from ajax.training.loop import Tick
 
 SMALL_PLAN = PlannerConfig(num_samples=16, num_pi_trajs=2, num_elites=4, iterations=2)
 CFG = TDMPC2Config.preset(
@@ -158,3 +162,25 @@ def test_t2_agent_smoke_pendulum_two_envs():
         fresh.agent.params["pi"],
     )
     assert max(jax.tree.leaves(moved)) > 0
+
+
+def test_t2_a_round_of_episodes_is_sampleable_from_the_next_ticks_updates():
+    """DESIGN.md 4.4 (open item O1, closed): the updates of the tick that ends an episode do not
+    see it, those of the following tick do, as online_trainer.py adds a finished episode at the
+    top of the next iteration, after the update of the step that ended it."""
+    env = repeated(CFG, make_env("Pendulum-v1"))
+    agent = replay_agent(CFG, env, 100)
+    obs, no = jnp.zeros((1, env.spec.observation_shape[0])), jnp.zeros((1,), bool)
+    tick = Tick(obs, jnp.zeros((1,)), ~no, no, no)
+    _, replay = agent.init(jax.random.PRNGKey(0), tick)
+    horizon, episode = CFG.planner.horizon, 5
+    for t in range(episode):
+        done = jnp.asarray([t == episode - 1])
+        ts = SimpleNamespace(reward=jnp.zeros((1,)), done=done, terminated=no, final_obs=obs)
+        replay = agent.write(replay, tick.replace(is_first=jnp.asarray([t == 0])),
+                             jnp.zeros((1, env.spec.action_dim)), (), ts)  # fmt: skip
+        assert not bool(can_sample(replay.for_updates(), horizon)), t  # the ending tick included
+    assert bool(can_sample(replay.buffer, horizon))  # the ring has committed the episode
+    ts = SimpleNamespace(reward=jnp.zeros((1,)), done=no, terminated=no, final_obs=obs)
+    replay = agent.write(replay, tick, jnp.zeros((1, env.spec.action_dim)), (), ts)
+    assert bool(can_sample(replay.for_updates(), horizon))  # the next tick's updates see it

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from ajax.agents.tdmpc2.config import PlannerConfig, TDMPC2Config
-from ajax.agents.tdmpc2.networks import WorldModel, latent_rollout, param_counts, simnorm
+from ajax.agents.tdmpc2.ensemble import keep_masks
+from ajax.agents.tdmpc2.networks import (
+    Q_members,
+    WorldModel,
+    latent_rollout,
+    param_counts,
+    simnorm,
+)
 from ajax.agents.tdmpc2.optim import adam_grouped, component_labels
 from ajax.networks.train_state import LoadedTrainState, ema_update
 
@@ -220,3 +227,33 @@ def test_t2_optimizer_labels_match_world_model_components(small_model):
     assert jax.tree.structure(labels) == jax.tree.structure(params)
     wrapped = component_labels({"params": params})
     assert set(jax.tree.leaves(wrapped["params"]["encoder"])) == {"encoder"}
+
+
+def test_q_members_are_the_whole_ensembles_rows_at_two_fifths_of_the_flops():
+    """Issue 13's FLOP cut: the TD-target, policy-loss and planner passes read only a random
+    pair of the 5 Qs, so they evaluate the pair alone (parameters sliced). Its logits are the
+    whole ensemble's rows of that pair, with dropout (each member's mask from ``fold_in(key,
+    member)``, so the pair's masks are the whole draw's rows) and without, at 2/5 of the FLOPs."""
+    cfg = TDMPC2Config.preset(5, enc_dim=16, mlp_dim=32, latent_dim=16, dropout=0.3)
+    model = WorldModel(cfg, action_dim=3)
+    params = model.init(jax.random.key(0), jnp.zeros((1, 10)), jnp.zeros((1, 3)))["params"]
+    z, a = _normal(1, (4, 7, 16)), _normal(2, (4, 7, 3))
+    pair, shape, key = jnp.array([3, 0]), (4, 7, 32), jax.random.key(5)
+    masks = keep_masks(key, jnp.arange(5), shape, cfg.dropout)
+    np.testing.assert_array_equal(keep_masks(key, pair, shape, cfg.dropout), masks[pair])
+    assert 0.6 < float(masks.mean()) < 0.8  # keep probability 0.7
+
+    def whole(mask):
+        return model.apply({"params": params}, z, a, deterministic=mask is None,
+                           dropout_mask=mask, method="Q")  # fmt: skip
+
+    def alone(mask):
+        return Q_members(cfg, params["Qs"], z, a, pair, None if mask is None else mask[pair])
+
+    for mask in (masks, None):
+        full, part = jax.jit(whole)(mask), jax.jit(alone)(mask)
+        assert part.shape == (2, 4, 7, cfg.num_bins)
+        np.testing.assert_allclose(part, full[pair], rtol=1e-6, atol=1e-7)  # bitwise here
+    flops = [jax.jit(f).lower(masks).compile().cost_analysis() for f in (alone, whole)]
+    flops = [float((c[0] if isinstance(c, list) else c)["flops"]) for c in flops]
+    assert 0.35 < flops[0] / flops[1] < 0.45, flops

@@ -63,7 +63,7 @@ def test_tdmpc2_pixel_smoke_on_host_dm_control():
     algo = TDMPC2("dmc:cartpole-swingup", cfg, pixels=True, frame_stack=3, max_episode_steps=8)
     assert algo.env.spec.image_shape == (64, 64, 9)
     result = algo.train(seed=0, total_steps=16)
-    rows = result.state.replay.rows
+    rows = result.state.replay.buffer.rows
     assert rows["obs"].dtype == jnp.uint8 and rows["obs"].shape[-1] == 64 * 64 * 9
     assert np.all(np.isfinite(result.metrics["consistency_loss"]))
     assert float(result.metrics["consistency_loss"][-1]) > 0  # updates ran

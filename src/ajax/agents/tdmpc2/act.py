@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import reduce_pair
-from ajax.agents.tdmpc2.networks import WorldModel
+from ajax.agents.tdmpc2.networks import Q_members, WorldModel
 from ajax.agents.tdmpc2.planner import PlanNoise, PlanResult, plan
 from ajax.agents.tdmpc2.policy import sample_squashed
 
@@ -89,8 +89,7 @@ def estimate_value(cfg, model, discount, params, z, actions, noise: ValueNoise) 
             ended = model.apply(variables, z, method="termination") > 0.0  # sigmoid > 0.5
             alive = alive * (1.0 - ended.astype(jnp.float32))
     a = sample_squashed(model.apply(variables, z, method="pi"), noise.eps).action
-    logits = model.apply(variables, z, a, deterministic=True, method="Q")
-    q = reduce_pair(two_hot.decode(logits[noise.pair]), "avg")
+    q = reduce_pair(two_hot.decode(Q_members(cfg, params["Qs"], z, a, noise.pair)), "avg")
     return ret + disc * alive * q
 
 

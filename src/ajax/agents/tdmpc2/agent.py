@@ -12,12 +12,19 @@ is_last = done_t)`` with ``o'_t`` the true final observation on done, so every e
 one row per vector step under auto-reset (the reference's extra terminal-observation row would
 break lockstep). An (H + 1)-row TD-MPC2 slice is then H consecutive transitions of one episode:
 obs o_t..o_{t+H-1}, o'_{t+H-1}; the set of windows is the reference's.
+
+When a round of episodes becomes sampleable (DESIGN.md 4.4, open item O1, closed): the reference
+adds a finished episode at the top of the next loop iteration (online_trainer.py), after the
+update of the step that ended it. The replay (:class:`T2Replay`) therefore keeps the commit
+pointer from before each tick's rows, and that tick's updates sample below it: a round becomes
+visible to the updates of the tick after the one that ends it.
 """
 
 from __future__ import annotations
 
 import math
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 
@@ -32,6 +39,18 @@ from ajax.environments.utils import tree_select
 from ajax.environments.wrappers import ActionRepeat
 from ajax.networks.pixels import to_bytes
 from ajax.training.loop import Clock, Loop, Policy, ReplayAgent, zeros_like_shapes
+
+
+class T2Replay(flax.struct.PyTreeNode):
+    """TD-MPC2's replay: the shared ring and ``visible`` [N_env], the ring's ``committed``
+    before the latest tick's rows, below which that tick's updates sample (module docstring)."""
+
+    buffer: sequence.SequenceReplayState
+    visible: jax.Array
+
+    def for_updates(self) -> sequence.SequenceReplayState:
+        """The ring as the latest tick's updates see it (episodes it completed held back)."""
+        return self.buffer.replace(committed=self.visible)
 
 
 def can_sample(buffer: sequence.SequenceReplayState, horizon: int) -> jax.Array:
@@ -104,9 +123,10 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
             "next_obs": obs[0],
         }
         learner = update_lib.init_state(cfg, model, key, obs_dim)
-        return learner, sequence.init(row, n, capacity)
+        buffer = sequence.init(row, n, capacity)
+        return learner, T2Replay(buffer=buffer, visible=buffer.committed)
 
-    def write(buffer, tick, action, carry, ts):
+    def write(replay: T2Replay, tick, action, carry, ts) -> T2Replay:
         del carry
         row = {
             "obs": flat(tick.obs),
@@ -117,7 +137,7 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
             "is_terminal": ts.terminated,
             "next_obs": flat(ts.final_obs),
         }
-        return sequence.add(buffer, row)
+        return T2Replay(buffer=sequence.add(replay.buffer, row), visible=replay.buffer.committed)
 
     def updates_due(clock, step):
         """n updates per vector step once past seed_steps (``step`` counts this vector step);
@@ -127,9 +147,10 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
         count = jnp.where(step <= seed_steps, 0, jnp.where(first, seed_steps, n))
         return count.astype(jnp.int32), clock
 
-    def learn(learner, buffer, count, key):
+    def learn(learner, replay: T2Replay, count, key):
         # Per seed, not lockstep: episodes of a terminating task end at different steps in
         # different seeds. A seed with no completed episode yet keeps its learner.
+        buffer = replay.for_updates()
         ready = can_sample(buffer, horizon)
 
         def update_one(learner, k):
@@ -143,7 +164,7 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
 
         metrics0 = zeros_like_shapes(update_one, learner, key)[1]
         learner, metrics = jax.lax.fori_loop(0, count, one, (learner, metrics0))
-        return learner, buffer, metrics
+        return learner, replay, metrics
 
     return ReplayAgent(
         init=init,

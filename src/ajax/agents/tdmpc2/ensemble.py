@@ -111,6 +111,21 @@ def random_pair(key: jax.Array, num: int) -> jax.Array:
     return jax.random.permutation(key, num)[:2]
 
 
+def keep_masks(
+    key: jax.Array, members: jax.Array, shape: tuple[int, ...], rate: float
+) -> jax.Array:
+    """Dropout keep-masks [M, *shape] (1 = kept, probability 1 - rate) of the members ``members``.
+
+    Member i's mask is drawn from ``fold_in(key, i)`` whatever else is drawn, so the masks of a
+    pair are the pair's rows of the whole ensemble's ``keep_masks(key, arange(num), ...)``: the
+    pair can be evaluated alone with the whole ensemble's draw (``networks.Q_members``).
+    """
+    keep = 1.0 - rate
+    return jax.vmap(lambda i: jax.random.bernoulli(jax.random.fold_in(key, i), keep, shape))(
+        members
+    )
+
+
 def reduce_pair(q_pair: jax.Array, how: Reduction) -> jax.Array:
     """min or mean over the leading pair axis of decoded values ``[2, ...]`` (world_model.py:213-216)."""
     if q_pair.shape[:1] != (2,):

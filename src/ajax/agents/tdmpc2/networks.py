@@ -99,8 +99,7 @@ class WorldModel(nn.Module):
         )
         self._reward = MLP(2, arch.mlp_dim, cfg.num_bins, out_scale=0.0, name="reward")
         self._pi = MLP(2, arch.mlp_dim, 2 * self.action_dim, name="pi")
-        member = MLP(2, arch.mlp_dim, cfg.num_bins, out_scale=0.0, dropout=cfg.dropout, parent=None)
-        self._Qs = Ensemble(member=member, num=arch.num_q, name="Qs")
+        self._Qs = Ensemble(member=q_member(cfg), num=arch.num_q, name="Qs")
         if cfg.episodic:  # HEAD world_model.py: mlp(latent, 2 * [mlp_dim], 1), not zeroed
             self._termination = MLP(2, arch.mlp_dim, 1, name="termination")
 
@@ -180,6 +179,36 @@ class WorldModel(nn.Module):
         if self.cfg.episodic:
             out["termination"] = self.termination(z)
         return out
+
+
+def q_member(cfg: TDMPC2Config) -> nn.Module:
+    """The template of one Q member (world_model.py:28-29): an MLP to ``num_bins`` logits with
+    dropout after the first layer and a zeroed last kernel."""
+    return MLP(2, cfg.arch.mlp_dim, cfg.num_bins, out_scale=0.0, dropout=cfg.dropout, parent=None)
+
+
+def Q_members(
+    cfg: TDMPC2Config,
+    qs_params: dict,
+    z: jax.Array,
+    a: jax.Array,
+    members: jax.Array,
+    dropout_mask: jax.Array | None = None,
+) -> jax.Array:
+    """Logits [M, ..., num_bins] of the Q members ``members`` [M] alone (issue 13's FLOP cut).
+
+    The ensemble's parameters are sliced to those members and run as an M-member ensemble, so
+    a 'min'/'avg' of a random pair costs 2 / num_q of :meth:`WorldModel.Q`'s FLOPs and gives
+    its rows ``members``. Without ``dropout_mask`` no dropout (the TD-target and planner passes,
+    eval mode in HEAD); with one [M, ..., mlp_dim] (1 = kept, e.g. from
+    :func:`~ajax.agents.tdmpc2.ensemble.keep_masks`) each member drops with its own mask.
+    """
+    if a.shape[:-1] != z.shape[:-1]:
+        raise ValueError(f"action shape {a.shape} must be z's batch shape {z.shape[:-1]} + (A,)")
+    sub = jax.tree.map(lambda p: p[members], qs_params)
+    ensemble = Ensemble(member=q_member(cfg), num=members.shape[0])
+    x = jnp.concatenate([z, a], axis=-1)
+    return ensemble.apply({"params": sub}, x, deterministic=True, dropout_mask=dropout_mask)
 
 
 def param_counts(params: dict) -> dict[str, int]:

@@ -24,8 +24,8 @@ import optax
 
 from ajax.agents.tdmpc2 import losses
 from ajax.agents.tdmpc2.config import TDMPC2Config
-from ajax.agents.tdmpc2.ensemble import reduce_pair
-from ajax.agents.tdmpc2.networks import WorldModel, latent_rollout
+from ajax.agents.tdmpc2.ensemble import keep_masks, reduce_pair
+from ajax.agents.tdmpc2.networks import Q_members, WorldModel, latent_rollout
 from ajax.agents.tdmpc2.optim import adam_grouped, pi_adam
 from ajax.agents.tdmpc2.pixels import draw_shifts, shift_images
 from ajax.agents.tdmpc2.policy import head_scaled_entropy, sample_squashed
@@ -110,19 +110,21 @@ def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: in
     )
 
 
-def _q_pair(model, qs_params, z, a, pair, two_hot, how, dropout_key=None, dropout_mask=None):
-    """'min'/'avg' of the decoded Q pair at (z, a); dropout on when a key is given."""
-    rngs = None if dropout_key is None else {"dropout": dropout_key}
-    logits = model.apply(
-        {"params": {"Qs": qs_params}},
-        z,
-        a,
-        deterministic=dropout_key is None,
-        dropout_mask=dropout_mask,
-        method="Q",
-        rngs=rngs,
-    )
-    return reduce_pair(two_hot.decode(logits[pair]), how)
+def _q_pair(cfg, qs_params, z, a, pair, how, dropout_key=None, dropout_mask=None):
+    """'min'/'avg' of the decoded Q pair at (z, a), evaluating the two members only.
+
+    Dropout is on when a key is given (each member's mask from
+    :func:`~ajax.agents.tdmpc2.ensemble.keep_masks`) or a recorded keep-mask of every member
+    [num_q, ..., mlp_dim]; either way the pair sees its rows of the whole ensemble's masks.
+    """
+    mask = None
+    if cfg.dropout > 0 and dropout_mask is not None:
+        mask = dropout_mask[pair]
+    elif cfg.dropout > 0 and dropout_key is not None:
+        shape = z.shape[:-1] + (cfg.arch.mlp_dim,)
+        mask = keep_masks(dropout_key, pair, shape, cfg.dropout)
+    logits = Q_members(cfg, qs_params, z, a, pair, mask)
+    return reduce_pair(cfg.two_hot().decode(logits), how)
 
 
 def _td_targets(cfg, model, discount, state, batch, noise):
@@ -130,7 +132,7 @@ def _td_targets(cfg, model, discount, state, batch, noise):
     next_z = model.apply({"params": params}, batch.obs[1:], method="encode")
     dist = model.apply({"params": params}, next_z, method="pi")
     a_next = sample_squashed(dist, noise.td_eps).action
-    q_next = _q_pair(model, state.target_Qs, next_z, a_next, noise.td_pair, cfg.two_hot(), "min")
+    q_next = _q_pair(cfg, state.target_Qs, next_z, a_next, noise.td_pair, "min")
     return next_z, losses.td_target(batch.reward, batch.terminated, discount, q_next)
 
 
@@ -173,12 +175,11 @@ def _policy_loss(pi_params, cfg, model, qs_params, zs, scale, noise):
     dist = model.apply({"params": {"pi": pi_params}}, zs, method="pi")
     sample = sample_squashed(dist, noise.pi_eps)
     q = _q_pair(
-        model,
+        cfg,
         jax.lax.stop_gradient(qs_params),
         zs,
         sample.action,
         noise.pi_pair,
-        cfg.two_hot(),
         "avg",
         noise.pi_dropout,
         noise.pi_mask,

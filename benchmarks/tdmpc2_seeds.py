@@ -1,0 +1,103 @@
+"""TD-MPC2 throughput over seeds: one program training N vmapped seeds against N processes.
+
+Usage: ``python benchmarks/tdmpc2_seeds.py [--seeds 1 2 4 8] [--steps 200] [--size 1]``.
+Prints, for each N, env steps/s per seed and in all of (a) one jitted run vmapping N seeds and
+(b) N separate processes training one seed each at the same time, and the ratio (a) / (b).
+
+Both sides exclude compilation: each process compiles its run, waits at a barrier until all
+have, then times the run; (b)'s wall time is from the barrier to the last process's end. The
+config is the size preset with a smaller update batch and planner (``--batch-size``,
+``--num-samples``, ``--iterations``) so that N = 8 finishes in minutes on 2 CPU cores; say so
+beside any figure quoted from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import time
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 4, 8])
+parser.add_argument("--steps", type=int, default=200)
+parser.add_argument("--size", type=int, default=1)
+parser.add_argument("--batch-size", type=int, default=64)
+parser.add_argument("--num-samples", type=int, default=128)
+parser.add_argument("--iterations", type=int, default=3)
+parser.add_argument("--env", default="Pendulum-v1")
+
+
+def _run(args, n_seeds: int, seed0: int = 0):
+    """(compiled run, keys) of ``n_seeds`` vmapped seeds from ``seed0``."""
+    import jax
+    import jax.numpy as jnp
+
+    from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
+    from ajax.training.algorithm import segment_fn
+
+    cfg = TDMPC2Config.preset(
+        args.size,
+        batch_size=args.batch_size,
+        seed_steps=min(100, args.steps // 2),
+        eval_freq=args.steps,
+        eval_episodes=1,
+        planner=PlannerConfig(num_samples=args.num_samples, iterations=args.iterations),
+    )
+    chunks = TDMPC2(args.env, cfg).make_chunks(args.steps)
+    segment = segment_fn(chunks.run_chunk, chunks.n_chunks)
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed0, seed0 + n_seeds))
+    run = jax.jit(lambda k: segment(jax.vmap(chunks.init)(k))).lower(keys).compile()
+    return run, keys, chunks.n_chunks * chunks.steps_per_chunk
+
+
+def _one_process(args, seed: int, barrier, out) -> None:
+    import jax
+
+    run, keys, steps = _run(args, 1, seed)
+    barrier.wait()
+    start = time.perf_counter()
+    jax.block_until_ready(run(keys))
+    out.put((seed, time.perf_counter() - start, steps))
+
+
+def vmapped(args, n: int) -> float:
+    """Env steps/s over all seeds of one program vmapping ``n`` seeds."""
+    import jax
+
+    run, keys, steps = _run(args, n)
+    jax.block_until_ready(run(keys))  # warm
+    start = time.perf_counter()
+    jax.block_until_ready(run(keys))
+    return n * steps / (time.perf_counter() - start)
+
+
+def processes(args, n: int) -> float:
+    """Env steps/s over all seeds of ``n`` processes of one seed each, run together."""
+    ctx = mp.get_context("spawn")
+    barrier, out = ctx.Barrier(n + 1), ctx.Queue()
+    procs = [ctx.Process(target=_one_process, args=(args, s, barrier, out)) for s in range(n)]
+    for p in procs:
+        p.start()
+    barrier.wait()
+    start = time.perf_counter()
+    results = [out.get() for _ in procs]
+    wall = time.perf_counter() - start
+    for p in procs:
+        p.join()
+    return sum(steps for _, _, steps in results) / wall
+
+
+def main() -> None:
+    args = parser.parse_args()
+    print(f"TD-MPC2 size {args.size} on {args.env}: {args.steps} env steps per seed, batch "
+          f"{args.batch_size}, planner {args.iterations} x {args.num_samples}; "
+          f"{os.cpu_count()} cores; compile excluded")  # fmt: skip
+    print("seeds  vmapped steps/s  per seed  processes steps/s  per seed  vmapped / processes")
+    for n in args.seeds:
+        a, b = vmapped(args, n), processes(args, n)
+        print(f"{n:5d}  {a:15.1f}  {a / n:8.1f}  {b:17.1f}  {b / n:8.1f}  {a / b:19.2f}")
+
+
+if __name__ == "__main__":
+    main()
