@@ -95,11 +95,16 @@ def test_two_processes_train_two_seeds_as_one_process_does(tmp_path):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert sorted(p.name for p in (many / "checkpoints").iterdir()) == ["1", "2", "MANIFEST.json"]
 
-    # process 0's checkpoints resume in one process (one device: float rounding only) ...
+    # process 0's checkpoints resume in one process (one device: float rounding only)
     _cut_newest(many, tmp_path / "resume-in-one")
     _one(["resume", str(tmp_path / "resume-in-one")])
     np.testing.assert_allclose(_evals(tmp_path / "resume-in-one"), _evals(many), rtol=1e-4)
-    # ... and a one-process run's resume in two, ending where it ended
+
+
+@pytest.mark.slow  # ~40 CPU s: two more compiled runs
+def test_a_one_process_runs_checkpoints_resume_in_two_processes(tmp_path):
+    one = tmp_path / "one-process"
+    _one(["train", "sac", *TINY, "--out", str(one), "--devices", "2"], devices=2)
     _cut_newest(one, tmp_path / "resume-in-two")
     for code, _, err in _together(["resume", str(tmp_path / "resume-in-two")]):
         assert code == 0, err[-3000:]
