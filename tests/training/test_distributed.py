@@ -111,6 +111,20 @@ def test_a_one_process_runs_checkpoints_resume_in_two_processes(tmp_path):
     assert _evals(tmp_path / "resume-in-two") == _evals(one)
 
 
+@pytest.mark.slow  # ~40 CPU s
+def test_two_processes_split_one_runs_batch_as_one_process_with_two_devices(tmp_path):
+    """``--parallel data`` over two processes (the update batch split, gradients all-reduced
+    through gloo) writes bitwise what one process with two devices in that layout writes."""
+    many, one = tmp_path / "two-processes", tmp_path / "one-process"
+    args = ["train", "sac", *TINY, "--n-seeds", "1", "--parallel", "data"]
+    for code, _, err in _together([*args, "--out", str(many)]):
+        assert code == 0, err[-3000:]
+    _one([*args, "--out", str(one), "--devices", "2"], devices=2)
+    assert _evals(many) == _evals(one)
+    for a, b in zip(jax.tree.leaves(_state(many)), jax.tree.leaves(_state(one)), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 def _one_line_error(code: int, err: str) -> str:
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("ajax: error:")]
     assert code == 2 and len(lines) == 1, err[-2000:]
