@@ -121,6 +121,8 @@ def data_parallel(agent: str, flops: bool) -> dict:
     if agent in ("dreamerv3", "tdmpc2"):  # a batch that splits over 4 devices and, for
         # TD-MPC2, outweighs the (replicated) planning of its single env
         config = dataclasses.replace(config, batch_size={"dreamerv3": 4, "tdmpc2": 32}[agent])
+    if agent == "tdmpc2" and not flops:  # four envs, so that the env batch splits too
+        config = dataclasses.replace(config, n_envs=4, batch_size=8)
     one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2)
     four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2, devices=4, parallel="data")
     result = {
@@ -129,7 +131,10 @@ def data_parallel(agent: str, flops: bool) -> dict:
         "ints_equal": _int_leaves_equal(one.state, four.state),
         "eval_one": np.asarray(one.metrics["eval_return"]).tolist(),
         "eval_four": np.asarray(four.metrics["eval_return"]).tolist(),
-    }
+        # envs per device of every [seeds, envs, ...] env-state leaf (4 envs split: [1])
+        "env_shard": sorted({x.addressable_shards[0].data.shape[1]
+                             for x in jax.tree.leaves(four.state.env_state) if x.ndim >= 2}),
+    }  # fmt: skip
     if flops:
         algo = cls(env, config)
         chunks = algo.make_chunks(steps)
