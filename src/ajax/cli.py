@@ -15,10 +15,10 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Literal
 
 import tyro
 
+from ajax.cli_args import ResumeArgs, TrainArgs, split_positional
 from ajax.cli_flags import UsageError, parse_flags, split_flags
 
 
@@ -53,84 +53,6 @@ def _agents() -> dict[str, type]:
     except ImportError:
         pass
     return agents
-
-
-@dataclasses.dataclass(frozen=True)
-class PlacementArgs:
-    """Where a run goes (``ajax train`` and ``ajax resume``): devices, layout and processes.
-
-    Attributes:
-        devices: devices to spread the run over (default: 1; a multi-process run: all).
-        parallel: "seeds" splits the vmapped seeds over the devices; "data" splits one run's
-            env and update batches (replay agents).
-        coordinator: HOST:PORT of process 0 of a multi-process run (or JAX_COORDINATOR_ADDRESS).
-        num_processes: processes of the run (or JAX_NUM_PROCESSES).
-        process_id: this process (or JAX_PROCESS_ID).
-        coordinator_timeout: seconds to wait for the coordinator and every process.
-    """
-
-    devices: int | None = None
-    parallel: Literal["seeds", "data"] = "seeds"
-    coordinator: str | None = None
-    num_processes: int | None = None
-    process_id: int | None = None
-    coordinator_timeout: int = 60
-
-    def connect(self) -> int:
-        """Join the other processes (before JAX computes anything); returns the devices to
-        use: --devices, else every process's devices in a multi-process run, else 1."""
-        import jax
-
-        from ajax.training.distributed import DistributedError, Processes, connect
-
-        try:
-            processes = Processes.from_env(
-                coordinator=self.coordinator,
-                num_processes=self.num_processes,
-                process_id=self.process_id,
-                timeout=self.coordinator_timeout,
-            )
-            connect(processes)
-        except (ValueError, DistributedError) as err:
-            raise UsageError(str(err)) from err
-        if self.devices is not None:
-            return self.devices
-        return jax.device_count() if processes.num_processes > 1 else 1
-
-
-@dataclasses.dataclass(frozen=True)
-class ResumeArgs(PlacementArgs):
-    """Options of ``ajax resume DIR``."""
-
-    ignore_version: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainArgs(PlacementArgs):
-    """Options of ``ajax train`` other than the agent's config fields."""
-
-    env: str = "Pendulum-v1"
-    steps: int = 20_000
-    seed: int = 0
-    n_seeds: int = 1
-    out: str | None = None
-    overwrite: bool = False
-    checkpoint_every: int = 5
-    progress: bool = True
-    wandb_project: str | None = None
-    pixels: bool = False
-    frame_stack: int = 1
-    resize: int | None = None
-    grayscale: bool = False
-
-    def env_options(self) -> dict:
-        """The image options given (make_env's ``pixels``, ``frame_stack``, ``resize``,
-        ``grayscale``), as run.json records them; defaults are left out."""
-        options = {"pixels": self.pixels, "frame_stack": self.frame_stack,
-                   "resize": None if self.resize is None else [self.resize, self.resize],
-                   "grayscale": self.grayscale}  # fmt: skip
-        default = {"pixels": False, "frame_stack": 1, "resize": None, "grayscale": False}
-        return {k: v for k, v in options.items() if v != default[k]}
 
 
 def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
@@ -258,16 +180,7 @@ def cmd_resume(argv: list[str]) -> int:
     from ajax.training.run import execute, load_spec
 
     usage = "usage: ajax resume DIR [--devices D] [--parallel seeds|data] [--ignore-version]"
-    positional, flags, i = [], [], 0
-    while i < len(argv):  # DIR may come before, between or after the options
-        tok = argv[i]
-        takes_value = tok.startswith("--") and "=" not in tok and tok != "--ignore-version"
-        if tok.startswith("-"):
-            flags += argv[i : i + 1 + takes_value]
-            i += 1 + takes_value
-        else:
-            positional.append(tok)
-            i += 1
+    positional, flags = split_positional(argv, ResumeArgs)
     if len(positional) != 1:
         raise UsageError(usage)
     out, args = Path(positional[0]), parse_flags(ResumeArgs, flags, ResumeArgs())

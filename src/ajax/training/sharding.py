@@ -71,11 +71,6 @@ def device_mesh(
     return Mesh(available[:devices], (parallel,))
 
 
-def seed_mesh(devices: int | None, n_seeds: int, is_jax: bool = True) -> Mesh | None:
-    """:func:`device_mesh` of the seeds layout."""
-    return device_mesh(devices, n_seeds, is_jax, "seeds")
-
-
 def is_data_mesh(mesh: Mesh | None) -> bool:
     return mesh is not None and "data" in mesh.axis_names
 
