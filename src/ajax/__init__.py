@@ -41,6 +41,7 @@ _AGENTS = {
     "PPOConfig": ("ajax.agents.ppo", "PPOConfig"),
     "TDMPC2": ("ajax.agents.tdmpc2", "TDMPC2"),
     "TDMPC2Config": ("ajax.agents.tdmpc2", "TDMPC2Config"),
+    "MultitaskTDMPC2": ("ajax.agents.tdmpc2.multitask", "MultitaskTDMPC2"),
     "DreamerV3": ("ajax.agents.dreamerv3", "DreamerV3"),
     "DreamerV3Config": ("ajax.agents.dreamerv3", "DreamerV3Config"),
     "make_env": ("ajax.environments", "make_env"),

@@ -1,10 +1,13 @@
-"""The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``check``, ``envs``, ``agents``.
+"""The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``collect``, ``check``, ``envs``,
+``agents``.
 
 ``ajax train AGENT --env ID [--steps N] [--seed S] [--n-seeds K] [--out DIR] [--overwrite]
 [--<config-field> VALUE ...]``; every field of the agent's config dataclass is a flag (``tyro``
 parses and types them). ``ajax resume DIR [--ignore-version]`` continues a run from its newest
 good checkpoint; ``ajax eval DIR [--episodes N]`` scores it; ``ajax check DIR`` reports every
-checkpoint's state (exit 1 when the run needs attention). Bad input gets one
+checkpoint's state (exit 1 when the run needs attention); ``ajax collect RUN --out DIR``
+writes episodes of a trained run into an offline dataset, on which ``ajax train tdmpc2
+--multitask --dataset DIR`` trains. Bad input gets one
 ``ajax: error: ...`` line and exit status 2; a run that diverges exits with status 3.
 """
 
@@ -18,7 +21,13 @@ from pathlib import Path
 
 import tyro
 
-from ajax.cli_args import ResumeArgs, TrainArgs, split_positional
+from ajax.cli_args import (
+    CollectArgs,
+    ResumeArgs,
+    TrainArgs,
+    check_multitask,
+    split_positional,
+)
 from ajax.cli_flags import UsageError, parse_flags, split_flags
 
 
@@ -61,6 +70,10 @@ def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     options = {k: tuple(v) if isinstance(v, list) else v for k, v in (env_options or {}).items()}
     try:
+        if "dataset" in options:
+            from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2
+
+            return MultitaskTDMPC2(options["dataset"], config, options.get("task_set"))
         return agents[agent](env=env, config=config, **options)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from err
@@ -88,6 +101,9 @@ def cmd_train(argv: list[str]) -> int:
     refused = {**getattr(config_cls, "REFUSED_FLAGS", {}), **python_only}
     own_args, config_args = split_flags(rest, own, fields, refused)
     args = parse_flags(TrainArgs, own_args, TrainArgs())
+    check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
+    if args.multitask:
+        args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
     if args.steps <= 0:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     devices = args.connect()
@@ -97,7 +113,7 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     algo = _make_algo(agent, args.env, config, args.env_options())
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_')}-{stamp}")
+    out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_').replace('/', '_')}-{stamp}")
     try:
         spec = RunSpec(
             agent=agent,
@@ -257,6 +273,36 @@ def cmd_eval(argv: list[str]) -> int:
     return 0
 
 
+def cmd_collect(argv: list[str]) -> int:
+    """``ajax collect RUN --out DIR``: episodes of a trained run's policy into a dataset."""
+    from ajax.buffers.dataset import DatasetError
+    from ajax.training.collect import collect_run
+    from ajax.training.evaluation import restore_run
+
+    positional, flags = split_positional(argv, CollectArgs)
+    if len(positional) != 1 or "-h" in flags or "--help" in flags:
+        raise UsageError(
+            "usage: ajax collect RUN --out DIR [--task NAME] [--episodes N] [--noise S] [--seed K]"
+        )
+    args, run_dir = parse_flags(CollectArgs, flags, CollectArgs()), Path(positional[0])
+    if args.out is None:
+        raise UsageError("ajax collect needs --out DIR, the dataset to write the episodes into")
+    if args.episodes < 1 or not 0.0 <= args.noise <= 2.0:
+        raise UsageError(f"--episodes must be >= 1 and --noise in [0, 2], got {args.episodes}, "
+                         f"{args.noise}")  # fmt: skip
+    try:
+        run = restore_run(run_dir, _make_algo, _config_from)
+        task = args.task or run.spec.env.replace(":", "_").replace("/", "_")
+        meta = collect_run(run, run_dir, Path(args.out), task, args.episodes, args.noise, args.seed)
+    except (FileNotFoundError, DatasetError) as err:
+        raise UsageError(str(err)) from err
+    source = meta.source
+    print(f"task {meta.name}: {meta.episodes} episodes of {meta.episode_length} steps into "
+          f"{args.out} (return mean {source['return_mean']:.2f}, without noise "
+          f"{source['return_noiseless']:.2f})")  # fmt: skip
+    return 0
+
+
 def _check_video(out: Path) -> None:
     """Refuse ``--video`` for a run on a vector env before evaluating anything."""
     from ajax.training.run import load_spec
@@ -302,6 +348,7 @@ COMMANDS = {
     "train": cmd_train,
     "resume": cmd_resume,
     "eval": cmd_eval,
+    "collect": cmd_collect,
     "check": cmd_check,
     "envs": cmd_envs,
     "agents": cmd_agents,

@@ -61,7 +61,12 @@ class ResumeArgs(PlacementArgs):
 
 @dataclasses.dataclass(frozen=True)
 class TrainArgs(PlacementArgs):
-    """Options of ``ajax train`` other than the agent's config fields."""
+    """Options of ``ajax train`` other than the agent's config fields.
+
+    ``multitask`` with ``dataset`` (and optionally ``task_set``) trains TD-MPC2 offline on a
+    dataset's tasks (:class:`~ajax.agents.tdmpc2.multitask.MultitaskTDMPC2`) instead of on
+    ``env``; ``steps`` then counts updates.
+    """
 
     env: str = "Pendulum-v1"
     steps: int = 20_000
@@ -76,15 +81,42 @@ class TrainArgs(PlacementArgs):
     frame_stack: int = 1
     resize: int | None = None
     grayscale: bool = False
+    multitask: bool = False
+    dataset: str | None = None
+    task_set: str | None = None
 
     def env_options(self) -> dict:
         """The image options given (make_env's ``pixels``, ``frame_stack``, ``resize``,
-        ``grayscale``), as run.json records them; defaults are left out."""
+        ``grayscale``), or a multi-task run's ``dataset`` and ``task_set``, as run.json records
+        them; defaults are left out."""
+        if self.multitask:
+            return {"dataset": self.dataset} | (
+                {"task_set": self.task_set} if self.task_set else {}
+            )
         options = {"pixels": self.pixels, "frame_stack": self.frame_stack,
                    "resize": None if self.resize is None else [self.resize, self.resize],
                    "grayscale": self.grayscale}  # fmt: skip
         default = {"pixels": False, "frame_stack": 1, "resize": None, "grayscale": False}
         return {k: v for k, v in options.items() if v != default[k]}
+
+
+def check_multitask(args: TrainArgs, agent: str, env_given: bool) -> None:
+    """``--multitask`` needs ``--dataset`` and tdmpc2, and excludes ``--env`` and the image
+    options; ``--dataset``/``--task-set`` need ``--multitask``. UsageError names the fix."""
+    if not args.multitask:
+        if args.dataset is not None or args.task_set is not None:
+            raise UsageError(
+                "--dataset and --task-set are for offline multi-task runs: add --multitask"
+            )
+        return
+    if agent != "tdmpc2":
+        raise UsageError(f"--multitask trains tdmpc2 offline; {agent} has no multi-task mode")
+    if args.dataset is None:
+        raise UsageError("--multitask needs --dataset DIR (a dataset from 'ajax collect')")
+    if env_given or args.pixels or args.frame_stack != 1 or args.resize or args.grayscale:
+        raise UsageError(
+            "--multitask takes its tasks and envs from --dataset: drop --env and the image options"
+        )
 
 
 def split_positional(argv: list[str], cls) -> tuple[list[str], list[str]]:
@@ -107,3 +139,22 @@ def split_positional(argv: list[str], cls) -> tuple[list[str], list[str]]:
             positional.append(tok)
             i += 1
     return positional, flags
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectArgs:
+    """Options of ``ajax collect RUN``.
+
+    Attributes:
+        out: the dataset directory to add the task to (created if missing).
+        task: the task's name in the dataset (default: the run's env id).
+        episodes: episodes to write.
+        noise: the last episode's action-noise std; episode i of E uses noise * i / (E - 1).
+        seed: PRNG seed of the episodes.
+    """
+
+    out: str | None = None
+    task: str | None = None
+    episodes: int = 50
+    noise: float = 0.3
+    seed: int = 0

@@ -228,3 +228,39 @@ class ExplicitReset(Wrapper):
 def _col(flag: jax.Array, x: jax.Array) -> jax.Array:
     """``flag`` [...] broadcast against ``x`` [..., obs_dim]."""
     return jnp.reshape(flag, flag.shape + (1,) * (x.ndim - flag.ndim))
+
+
+class PadSpaces(Wrapper):
+    """A continuous env seen through wider spaces: observations zero-padded to ``obs_dim``,
+    actions of ``action_dim`` entries in agent units [-1, 1], of which the env reads its own
+    first ones, mapped onto its box.
+
+    Multi-task models act on every task with one shape (nicklashansen/tdmpc2
+    envs/wrappers/multitask.py pads observations and truncates actions the same way).
+    """
+
+    def __init__(self, env: JaxEnv, obs_dim: int, action_dim: int):
+        super().__init__(env)
+        own_obs = env.spec.obs_dim
+        if env.spec.discrete or obs_dim < own_obs or action_dim < env.spec.action_dim:
+            raise ValueError(
+                f"PadSpaces widens a continuous env's spaces: {env.spec.env_id} has obs "
+                f"{own_obs} and actions {env.spec.action_dim}, asked for {obs_dim} and {action_dim}"
+            )
+        space = env.spec.action_space
+        self.low = np.asarray(space.low, np.float32)
+        self.high = np.asarray(space.high, np.float32)
+        self.pad = obs_dim - own_obs
+        unit = Box((-1.0,) * action_dim, (1.0,) * action_dim)
+        self.spec = env.spec.replace(observation_shape=(obs_dim,), action_space=unit)
+
+    def _widen(self, ts: TimeStep) -> TimeStep:
+        pad = lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, self.pad)])
+        return ts.replace(obs=pad(ts.obs), final_obs=pad(ts.final_obs))
+
+    def reset(self, key: jax.Array) -> TimeStep:
+        return self._widen(self.env.reset(key))
+
+    def step(self, key: jax.Array, state: Any, action: jax.Array) -> TimeStep:
+        own = jnp.clip(jnp.asarray(action, jnp.float32)[..., : len(self.low)], -1.0, 1.0)
+        return self._widen(self.env.step(key, state, agent_action_to_env(own, self.low, self.high)))

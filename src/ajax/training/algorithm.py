@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
 from ajax.training.distributed import to_host
-from ajax.training.loop import Policy, stateless
+from ajax.training.loop import Policy, evaluate, stateless
 from ajax.training.memory import check_replay_fits, device_bytes
 from ajax.training.sharding import (
     CHUNKS_THEN_SEEDS,
@@ -181,6 +181,11 @@ class Algorithm:
         """The acting :class:`~ajax.training.loop.Policy` (evaluation, ``ajax eval``); agents
         whose policy carries state (a planner, a recurrent latent) override it."""
         return stateless(self.agent_act())
+
+    def evaluate(self, agent_state, env_state, key: jax.Array, episodes: int) -> jax.Array:
+        """Mean return of ``episodes`` deterministic episodes of one seed's ``agent_state``
+        (``ajax eval``); ``env_state`` is the training env's (its observation moments)."""
+        return evaluate(self.eval_env, self.policy(), agent_state, key, episodes, env_state)
 
     def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
         """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like."""

@@ -11,7 +11,6 @@ import numpy as np
 
 from ajax.environments import make_env
 from ajax.training.checkpoint import latest_step, restore_newest_good
-from ajax.training.loop import evaluate
 
 
 class Restored(NamedTuple):
@@ -58,12 +57,12 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
     run = restore_run(out, make_algo, config_from)
     if run.host_run is not None:
         return _evaluate_host(run, episodes)
-    algo, policy = run.algo, run.algo.policy()
+    algo = run.algo
 
     @jax.jit
     @jax.vmap
     def evaluate_seed(agent_state, env_state, key):
-        return evaluate(algo.eval_env, policy, agent_state, key, episodes, env_state)
+        return algo.evaluate(agent_state, env_state, key, episodes)
 
     env_state = getattr(run.state, "env_state", None)  # the training env's: its obs moments
     return np.asarray(evaluate_seed(run.state.agent, env_state, _eval_keys(run.spec))).tolist()

@@ -72,37 +72,40 @@ def draw_act_noise(key: jax.Array, cfg: TDMPC2Config, action_dim: int) -> ActNoi
     return ActNoise(pi_trajs=pi_trajs, plan=noise)
 
 
-def estimate_value(cfg, model, discount, params, z, actions, noise: ValueNoise) -> jax.Array:
+def estimate_value(
+    cfg, model, discount, params, z, actions, noise: ValueNoise, task=None
+) -> jax.Array:
     """G = sum_t gamma^t r_t + gamma^H Q_avg(z_H, pi(z_H)) for each sequence; z [L],
-    actions [H, N, A] -> [N]."""
+    actions [H, N, A] -> [N]. ``task`` is a multi-task model's task id (a scalar)."""
     two_hot = cfg.two_hot()
     variables = {"params": params}
     z = jnp.broadcast_to(z, (actions.shape[1], z.shape[-1]))
     ret, disc = jnp.zeros(actions.shape[1]), 1.0
     alive = jnp.ones(actions.shape[1])
     for t in range(actions.shape[0]):
-        r = two_hot.decode(model.apply(variables, z, actions[t], method="reward"))
-        z = model.apply(variables, z, actions[t], method="next")
+        r = two_hot.decode(model.apply(variables, z, actions[t], task, method="reward"))
+        z = model.apply(variables, z, actions[t], task, method="next")
         ret = ret + disc * alive * r
         disc = disc * discount
         if cfg.episodic:
             ended = model.apply(variables, z, method="termination") > 0.0  # sigmoid > 0.5
             alive = alive * (1.0 - ended.astype(jnp.float32))
-    a = sample_squashed(model.apply(variables, z, method="pi"), noise.eps).action
-    q = reduce_pair(two_hot.decode(Q_members(cfg, params["Qs"], z, a, noise.pair)), "avg")
-    return ret + disc * alive * q
+    a = sample_squashed(model.apply(variables, z, task, method="pi"), noise.eps).action
+    emb = None if model.tasks is None else model.apply(variables, task, method="task_emb")
+    logits = Q_members(cfg, params["Qs"], z, a, noise.pair, emb=emb)
+    return ret + disc * alive * reduce_pair(two_hot.decode(logits), "avg")
 
 
-def pi_trajectories(model, params, z, eps) -> jax.Array:
+def pi_trajectories(model, params, z, eps, task=None) -> jax.Array:
     """P policy rollouts from z [L]: actions [H, P, A] (the last from pi at z_{H-1})."""
     variables = {"params": params}
     z = jnp.broadcast_to(z, (eps.shape[1], z.shape[-1]))
     actions = []
     for t in range(eps.shape[0]):
-        a = sample_squashed(model.apply(variables, z, method="pi"), eps[t]).action
+        a = sample_squashed(model.apply(variables, z, task, method="pi"), eps[t]).action
         actions.append(a)
         if t + 1 < eps.shape[0]:
-            z = model.apply(variables, z, a, method="next")
+            z = model.apply(variables, z, a, task, method="next")
     return jnp.stack(actions)
 
 
@@ -116,24 +119,32 @@ def plan_one(
     t0: jax.Array,
     noise: ActNoise,
     eval_mode: bool | jax.Array,
+    task: jax.Array | None = None,
 ) -> PlanResult:
-    """One planning decision for one observation [O] (tdmpc2.py ``_plan``)."""
-    z = model.apply({"params": params}, obs, method="encode")
+    """One planning decision for one observation [O] (tdmpc2.py ``_plan``); a multi-task
+    model plans for task id ``task`` (a scalar) with its action mask."""
+    z = model.apply({"params": params}, obs, task, method="encode")
     pi_actions = None
     if cfg.planner.num_pi_trajs > 0:
-        pi_actions = pi_trajectories(model, params, z, noise.pi_trajs)
+        pi_actions = pi_trajectories(model, params, z, noise.pi_trajs, task)
 
     def value_fn(actions, value_noise):
-        return estimate_value(cfg, model, discount, params, z, actions, value_noise)
+        return estimate_value(cfg, model, discount, params, z, actions, value_noise, task)
 
-    return plan(value_fn, pi_actions, prev_mean, t0, noise.plan, cfg.planner, eval_mode)
+    mask = None if model.tasks is None else jnp.asarray(model.tasks.action_masks())[task]
+    return plan(value_fn, pi_actions, prev_mean, t0, noise.plan, cfg.planner, eval_mode, mask)
 
 
-def act(cfg, model, discount, params, act_state: ActState, obs, key, eval_mode):
-    """Plan for every env: ``(actions [N, A], new ActState)``; t0 clears after planning."""
+def act(cfg, model, discount, params, act_state: ActState, obs, key, eval_mode, task=None):
+    """Plan for every env: ``(actions [N, A], new ActState)``; t0 clears after planning.
+    ``task`` [N] are a multi-task model's task ids (``discount`` then [N] too)."""
     n = obs.shape[0]
     noise = jax.vmap(lambda k: draw_act_noise(k, cfg, model.action_dim))(jax.random.split(key, n))
+    task = jnp.zeros((n,), jnp.int32) if task is None else task
+    discount = jnp.broadcast_to(jnp.asarray(discount, jnp.float32), (n,))
     out = jax.vmap(
-        lambda o, m, t, nz: plan_one(cfg, model, discount, params, o, m, t, nz, eval_mode)
-    )(obs, act_state.prev_mean, act_state.t0, noise)
+        lambda o, m, t, nz, g, i: plan_one(
+            cfg, model, g, params, o, m, t, nz, eval_mode, None if model.tasks is None else i
+        )
+    )(obs, act_state.prev_mean, act_state.t0, noise, discount, task)
     return out.action, ActState(prev_mean=out.mean, t0=jnp.zeros_like(act_state.t0))

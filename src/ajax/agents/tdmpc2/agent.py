@@ -84,18 +84,24 @@ def repeated(cfg: TDMPC2Config, env):
     return env if cfg.action_repeat == 1 else ActionRepeat(env, cfg.action_repeat)
 
 
-def policy(cfg: TDMPC2Config, env) -> Policy:
-    """Planning with per-env planner state; a new episode (``tick.is_first``) plans from t0."""
-    horizon, action_dim = cfg.planner.horizon, env.spec.action_dim
-    model = WorldModel(cfg, action_dim, env.spec.image_shape)
-    discount = cfg.discount(episode_length(env))
+def planning_policy(cfg: TDMPC2Config, model: WorldModel, discount, task: int | None = None):
+    """Planning with per-env planner state; a new episode (``tick.is_first``) plans from t0.
+    ``task`` is the task id a multi-task model plans for (its mask and embedding)."""
+    horizon, action_dim = cfg.planner.horizon, model.action_dim
 
     def act(learner, planner, tick, key, eval_mode):
         planner = planner.replace(t0=tick.is_first)
         obs = tick.obs.reshape(tick.obs.shape[0], -1).astype(jnp.float32)
-        return act_lib.act(cfg, model, discount, learner.params, planner, obs, key, eval_mode)
+        ids = None if task is None else jnp.full(obs.shape[:1], task, jnp.int32)
+        return act_lib.act(cfg, model, discount, learner.params, planner, obs, key, eval_mode, ids)
 
     return Policy(init=lambda n: act_lib.ActState.create(n, horizon, action_dim), act=act)
+
+
+def policy(cfg: TDMPC2Config, env) -> Policy:
+    """:func:`planning_policy` of a single-task model on ``env`` (wrapped by :func:`repeated`)."""
+    model = WorldModel(cfg, env.spec.action_dim, env.spec.image_shape)
+    return planning_policy(cfg, model, cfg.discount(episode_length(env)))
 
 
 def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:

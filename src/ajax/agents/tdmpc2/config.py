@@ -130,6 +130,8 @@ class TDMPC2Config(Validated):
         num_bins, vmin, vmax: two-hot bins of the reward and Q heads, in symlog space.
         log_std_min, log_std_max: bounds of the policy's log std.
         dropout: dropout rate after the first layer of each Q member.
+        task_dim: width of the task embedding of a multi-task model (config.yaml ``task_dim``;
+            unused by single-task runs, where the reference sets it to 0).
         planner: the MPPI constants.
         lr, enc_lr_scale, grad_clip_norm: Adam rate, the encoder's rate multiplier and the global
             clip norm of both optimisers.
@@ -164,6 +166,7 @@ class TDMPC2Config(Validated):
     log_std_min: float = -10.0
     log_std_max: float = 2.0
     dropout: float = 0.01
+    task_dim: int = 96
     planner: PlannerConfig = PlannerConfig()
     lr: float = 3e-4
     enc_lr_scale: float = 0.3
@@ -193,7 +196,8 @@ class TDMPC2Config(Validated):
            for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair
         **{name: at_least(1) for name in ("simnorm_dim", "num_channels", "n_envs", "action_repeat",
-                                          "buffer_size", "eval_freq", "eval_episodes")},
+                                          "buffer_size", "eval_freq", "eval_episodes",
+                                          "task_dim")},
         "seed_steps": Rule(lo=1, optional=True),
         "dropout": between(0.0, 1.0, hi_open=True),
         "discount_min": between(0.0, 1.0, lo_open=True, hi_open=True),

@@ -8,9 +8,12 @@ encoder and the dynamics is followed by LayerNorm and SimNorm so that the latent
 concatenation of probability vectors. Kernels are N(0, 0.02^2), biases 0, and the last kernels of
 the reward head and of every Q member are zero (world_model.py:30-32).
 
-Single task only: no task embedding and no action masks (the multi-task variant concatenates a
-96-dim task embedding to every input). The termination head (HEAD's ``episodic`` option) is
-built only when ``cfg.episodic``.
+Multi-task (``tasks`` a :class:`~ajax.agents.tdmpc2.tasks.TaskSet`): a learned task embedding
+of ``cfg.task_dim`` features (torch ``nn.Embedding(max_norm=1)``, init U(-0.02, 0.02);
+world_model.py:20-25, :80-101) is concatenated to every input, after z and before a ([z, e, a];
+[obs, e] for the encoder), and the policy masks the dimensions a task does not have. Every method
+then takes the task ids ``task`` (int, broadcastable against the batch). The termination head
+(HEAD's ``episodic`` option) is built only when ``cfg.episodic``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,21 @@ from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble
 from ajax.agents.tdmpc2.pixels import PixelEncoder
 from ajax.agents.tdmpc2.policy import SquashedGaussian, bounded_log_std
+from ajax.agents.tdmpc2.tasks import TaskSet
 from ajax.networks.blocks import NormedMLP, linear
 
 _INIT = "normal(0.02)"  # torch trunc_normal_(std=0.02) cuts at +-2, i.e. 100 sigma (init.py:4-9)
 COMPONENTS = ("encoder", "dynamics", "reward", "pi", "Qs")
+TASK_EMB = "task_emb"  # the multi-task embedding's component (world-model optimiser group)
+
+
+def _uniform(limit: float):
+    """U(-limit, limit) initialiser (torch ``nn.init.uniform_(w, -limit, limit)``)."""
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -limit, limit)
+
+    return init
 
 
 def simnorm(x: jax.Array, group: int = 8) -> jax.Array:
@@ -81,11 +95,26 @@ class WorldModel(nn.Module):
     cfg: TDMPC2Config
     action_dim: int
     image_shape: tuple[int, int, int] | None = None  # pixels: the conv encoder of pixels.py
+    tasks: TaskSet | None = None  # multi-task: the task embedding and action masks
 
     def setup(self):
         cfg, arch = self.cfg, self.cfg.arch
         if self.action_dim < 1:
             raise ValueError(f"action_dim must be >= 1, got {self.action_dim}")
+        if self.tasks is not None:
+            if self.tasks.action_dim != self.action_dim:
+                raise ValueError(
+                    f"action_dim {self.action_dim} must be the tasks' widest, "
+                    f"{self.tasks.action_dim}"
+                )
+            if self.image_shape is not None or cfg.episodic:
+                raise ValueError("multi-task TD-MPC2 is for state observations, not episodic")
+            self._task_emb = nn.Embed(
+                len(self.tasks.names),
+                cfg.task_dim,
+                embedding_init=_uniform(0.02),  # init.py weight_init: nn.Embedding
+                name=TASK_EMB,
+            )
         enc_layers = max(arch.num_enc_layers - 1, 1)
         if self.image_shape is None:
             self._encoder = MLP(
@@ -103,6 +132,27 @@ class WorldModel(nn.Module):
         if cfg.episodic:  # HEAD world_model.py: mlp(latent, 2 * [mlp_dim], 1), not zeroed
             self._termination = MLP(2, arch.mlp_dim, 1, name="termination")
 
+    def task_emb(self, task: jax.Array) -> jax.Array:
+        """Embedding [..., task_dim] of task ids [...], each row scaled to norm <= 1.
+
+        torch's ``max_norm=1`` renormalises a looked-up row in place without a gradient; here
+        the scale min(1, 1 / (|e| + 1e-7)) is applied at lookup under stop_gradient, the same
+        forward value (deviations.md T56 on the stored row).
+        """
+        e = self._task_emb(jnp.asarray(task, jnp.int32))
+        norm = jnp.linalg.norm(e, axis=-1, keepdims=True)
+        return e * jax.lax.stop_gradient(jnp.minimum(1.0, 1.0 / (norm + 1e-7)))
+
+    def _with_task(self, x: jax.Array, task) -> jax.Array:
+        """[x, e(task)] in multi-task models (e broadcast over x's batch), else x."""
+        if self.tasks is None:
+            return x
+        if task is None:
+            raise ValueError("a multi-task WorldModel needs the task ids: pass task=...")
+        e = self.task_emb(task)
+        e = jnp.broadcast_to(e, x.shape[:-1] + e.shape[-1:])
+        return jnp.concatenate([x, e], axis=-1)
+
     def _check_action(self, z: jax.Array, a: jax.Array) -> None:
         if a.shape[-1] != self.action_dim or a.shape[:-1] != z.shape[:-1]:
             raise ValueError(
@@ -110,37 +160,42 @@ class WorldModel(nn.Module):
                 f"({self.action_dim},)"
             )
 
-    def encode(self, obs: jax.Array) -> jax.Array:
+    def encode(self, obs: jax.Array, task=None) -> jax.Array:
         """Latent z [..., latent_dim] of state observations [..., S] (world_model.py:103-112),
         or of flat frames [..., H W C] through the conv stack, then SimNorm (layers.py conv)."""
         if self.image_shape is None:
-            return self._encoder(obs)
+            return self._encoder(self._with_task(obs, task))
         return simnorm(self._encoder(obs), self.cfg.simnorm_dim)
 
-    def next(self, z: jax.Array, a: jax.Array) -> jax.Array:
+    def next(self, z: jax.Array, a: jax.Array, task=None) -> jax.Array:
         """Next latent d(z, a), deterministic (world_model.py:114-121)."""
         self._check_action(z, a)
-        return self._dynamics(jnp.concatenate([z, a], axis=-1))
+        return self._dynamics(jnp.concatenate([self._with_task(z, task), a], axis=-1))
 
-    def reward(self, z: jax.Array, a: jax.Array) -> jax.Array:
+    def reward(self, z: jax.Array, a: jax.Array, task=None) -> jax.Array:
         """Reward logits [..., num_bins] (world_model.py:123-130); decode with cfg.two_hot()."""
         self._check_action(z, a)
-        return self._reward(jnp.concatenate([z, a], axis=-1))
+        return self._reward(jnp.concatenate([self._with_task(z, task), a], axis=-1))
 
-    def pi(self, z: jax.Array) -> SquashedGaussian:
+    def pi(self, z: jax.Array, task=None) -> SquashedGaussian:
         """Policy prior at z: pre-tanh mean and bounded log std (world_model.py:144-155).
 
-        Sample with :func:`ajax.agents.tdmpc2.policy.sample_squashed` and explicit noise.
+        Sample with :func:`ajax.agents.tdmpc2.policy.sample_squashed` and explicit noise. In a
+        multi-task model mu and log std are masked to the task's action dimensions.
         """
-        mean, raw = jnp.split(self._pi(z), 2, axis=-1)
-        return SquashedGaussian(
-            mean, bounded_log_std(raw, self.cfg.log_std_min, self.cfg.log_std_max)
-        )
+        mean, raw = jnp.split(self._pi(self._with_task(z, task)), 2, axis=-1)
+        log_std = bounded_log_std(raw, self.cfg.log_std_min, self.cfg.log_std_max)
+        if self.tasks is None:
+            return SquashedGaussian(mean, log_std)
+        mask = jnp.asarray(self.tasks.action_masks())[jnp.asarray(task, jnp.int32)]
+        mask = jnp.broadcast_to(mask, mean.shape)
+        return SquashedGaussian(mean * mask, log_std * mask, mask)
 
     def Q(
         self,
         z: jax.Array,
         a: jax.Array,
+        task=None,
         *,
         deterministic: bool,
         dropout_mask: jax.Array | None = None,
@@ -153,7 +208,7 @@ class WorldModel(nn.Module):
         ``dropout_mask`` [num_q, ..., mlp_dim] (1 = kept) is used instead of drawing one.
         """
         self._check_action(z, a)
-        x = jnp.concatenate([z, a], axis=-1)
+        x = jnp.concatenate([self._with_task(z, task), a], axis=-1)
         return self._Qs(x, deterministic=deterministic, dropout_mask=dropout_mask)
 
     def termination(self, z: jax.Array) -> jax.Array:
@@ -166,15 +221,17 @@ class WorldModel(nn.Module):
             raise ValueError("the termination head exists only with TDMPC2Config(episodic=True)")
         return self._termination(z)[..., 0]
 
-    def __call__(self, obs: jax.Array, a: jax.Array) -> dict[str, jax.Array]:
+    def __call__(self, obs: jax.Array, a: jax.Array, task=None) -> dict[str, jax.Array]:
         """Every component once (for ``init``): z, next z, reward and Q logits, policy mean."""
-        z = self.encode(obs)
+        if self.tasks is not None and task is None:
+            task = jnp.zeros(obs.shape[:-1], jnp.int32)
+        z = self.encode(obs, task)
         out = dict(
             z=z,
-            next=self.next(z, a),
-            reward=self.reward(z, a),
-            pi=self.pi(z).mean,
-            Q=self.Q(z, a, deterministic=True),
+            next=self.next(z, a, task),
+            reward=self.reward(z, a, task),
+            pi=self.pi(z, task).mean,
+            Q=self.Q(z, a, task, deterministic=True),
         )
         if self.cfg.episodic:
             out["termination"] = self.termination(z)
@@ -194,6 +251,7 @@ def Q_members(
     a: jax.Array,
     members: jax.Array,
     dropout_mask: jax.Array | None = None,
+    emb: jax.Array | None = None,
 ) -> jax.Array:
     """Logits [M, ..., num_bins] of the Q members ``members`` [M] alone (issue 13's FLOP cut).
 
@@ -202,12 +260,15 @@ def Q_members(
     its rows ``members``. Without ``dropout_mask`` no dropout (the TD-target and planner passes,
     eval mode in HEAD); with one [M, ..., mlp_dim] (1 = kept, e.g. from
     :func:`~ajax.agents.tdmpc2.ensemble.keep_masks`) each member drops with its own mask.
+    ``emb`` is a multi-task model's task embedding (:meth:`WorldModel.task_emb`), broadcast
+    over z's batch and placed between z and a, as :meth:`WorldModel.Q` does.
     """
     if a.shape[:-1] != z.shape[:-1]:
         raise ValueError(f"action shape {a.shape} must be z's batch shape {z.shape[:-1]} + (A,)")
     sub = jax.tree.map(lambda p: p[members], qs_params)
     ensemble = Ensemble(member=q_member(cfg), num=members.shape[0])
-    x = jnp.concatenate([z, a], axis=-1)
+    parts = [z] if emb is None else [z, jnp.broadcast_to(emb, z.shape[:-1] + emb.shape[-1:])]
+    x = jnp.concatenate([*parts, a], axis=-1)
     return ensemble.apply({"params": sub}, x, deterministic=True, dropout_mask=dropout_mask)
 
 
@@ -221,7 +282,7 @@ def param_counts(params: dict) -> dict[str, int]:
     missing = [c for c in COMPONENTS if c not in params]
     if missing:
         raise ValueError(f"not WorldModel params: missing {missing}; found {sorted(params)}")
-    present = COMPONENTS + (("termination",) if "termination" in params else ())
+    present = COMPONENTS + tuple(c for c in ("termination", TASK_EMB) if c in params)
     counts = {c: sum(leaf.size for leaf in jax.tree.leaves(params[c])) for c in present}
     counts["total"] = sum(counts.values())
     return counts

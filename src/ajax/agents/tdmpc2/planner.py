@@ -150,6 +150,7 @@ def plan(
     noise: PlanNoise,
     cfg: PlannerConfig,
     eval_mode: jax.Array | bool = False,
+    action_mask: jax.Array | None = None,
 ) -> PlanResult:
     """One MPPI plan (see the module docstring for the steps).
 
@@ -163,6 +164,9 @@ def plan(
         noise: the random draws, from :func:`draw_plan_noise`.
         cfg: the planner constants.
         eval_mode: drop the final action noise (nothing else changes).
+        action_mask: [A] (1 = the task has this dimension) in multi-task runs: the sampled
+            sequences, and the refit mean and std after their clip, are masked (HEAD
+            tdmpc2.py ``_plan``, spec 000 B13), so an unused dimension plans and acts 0.
     """
     if pi_actions is None:
         pi_actions = jnp.zeros((cfg.horizon, 0, prev_mean.shape[-1]), prev_mean.dtype)
@@ -175,6 +179,8 @@ def plan(
         candidate_noise, key = draws
         samples = jnp.clip(mean[:, None] + std[:, None] * candidate_noise, -1.0, 1.0)
         actions = jnp.concatenate([pi_actions, samples], axis=1)
+        if action_mask is not None:
+            actions = actions * action_mask
         values = value_fn(actions, key)
         if values.shape != (cfg.num_samples,):
             raise ValueError(f"value_fn must return [N={cfg.num_samples}], got {values.shape}")
@@ -184,6 +190,8 @@ def plan(
         score, mean, std = mppi_update(
             elite_values, elite_actions, cfg.temperature, cfg.min_std, cfg.max_std
         )
+        if action_mask is not None:
+            mean, std = mean * action_mask, std * action_mask
         return (mean, std, score, elite_actions), None
 
     mean, std = warm_start(prev_mean, t0, cfg)

@@ -31,10 +31,20 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class SquashedGaussian(NamedTuple):
-    """The policy prior at a latent: pre-tanh mean mu and bounded log std, each [..., A]."""
+    """The policy prior at a latent: pre-tanh mean mu and bounded log std, each [..., A].
+
+    ``mask`` [..., A] (1 = the task has this action dimension) is set in multi-task runs, where
+    mu and log std are already masked and :func:`sample_squashed` masks the noise too
+    (world_model.py ``pi``, HEAD :157-164), so an unused dimension acts 0.
+    """
 
     mean: jax.Array
     log_std: jax.Array
+    mask: jax.Array | None = None
+
+    def num_dims(self) -> jax.Array | None:
+        """The valid action dimensions n [...] (None: all of them)."""
+        return None if self.mask is None else jnp.sum(self.mask, axis=-1)
 
 
 class PolicySample(NamedTuple):
@@ -65,6 +75,8 @@ def sample_squashed(dist: SquashedGaussian, eps: jax.Array) -> PolicySample:
     """
     if eps.shape != dist.mean.shape:
         raise ValueError(f"eps shape {eps.shape} must equal the mean's {dist.mean.shape}")
+    if dist.mask is not None:
+        eps = eps * dist.mask
     u = dist.mean + jnp.exp(dist.log_std) * eps
     return PolicySample(eps=eps, u=u, action=jnp.tanh(u))
 

@@ -97,7 +97,8 @@ def optimisers(cfg: TDMPC2Config) -> tuple[optax.GradientTransformation, ...]:
 
 
 def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: int) -> TDMPC2State:
-    """Fresh parameters, target Qs as an exact copy, zeroed optimisers and S = 1."""
+    """Fresh parameters, target Qs as an exact copy, zeroed optimisers and S = 1. A
+    multi-task model's task embedding joins the world-model optimiser (tdmpc2.py:22-28)."""
     obs = jnp.zeros((1, obs_dim), jnp.float32)
     params = model.init(key, obs, jnp.zeros((1, model.action_dim), jnp.float32))["params"]
     wm_tx, pi_tx = optimisers(cfg)
@@ -110,7 +111,14 @@ def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: in
     )
 
 
-def _q_pair(cfg, qs_params, z, a, pair, how, dropout_key=None, dropout_mask=None):
+def _task_emb(model, params, task):
+    """The task embedding of ``task`` (multi-task), or None."""
+    if model.tasks is None:
+        return None
+    return model.apply({"params": params}, task, method="task_emb")
+
+
+def _q_pair(cfg, qs_params, z, a, pair, how, dropout_key=None, dropout_mask=None, emb=None):
     """'min'/'avg' of the decoded Q pair at (z, a), evaluating the two members only.
 
     Dropout is on when a key is given (each member's mask from
@@ -123,37 +131,39 @@ def _q_pair(cfg, qs_params, z, a, pair, how, dropout_key=None, dropout_mask=None
     elif cfg.dropout > 0 and dropout_key is not None:
         shape = z.shape[:-1] + (cfg.arch.mlp_dim,)
         mask = keep_masks(dropout_key, pair, shape, cfg.dropout)
-    logits = Q_members(cfg, qs_params, z, a, pair, mask)
+    logits = Q_members(cfg, qs_params, z, a, pair, mask, emb)
     return reduce_pair(cfg.two_hot().decode(logits), how)
 
 
-def _td_targets(cfg, model, discount, state, batch, noise):
+def _td_targets(cfg, model, discount, state, batch, noise, task):
     params = state.params
-    next_z = model.apply({"params": params}, batch.obs[1:], method="encode")
-    dist = model.apply({"params": params}, next_z, method="pi")
+    next_z = model.apply({"params": params}, batch.obs[1:], task, method="encode")
+    dist = model.apply({"params": params}, next_z, task, method="pi")
     a_next = sample_squashed(dist, noise.td_eps).action
-    q_next = _q_pair(cfg, state.target_Qs, next_z, a_next, noise.td_pair, "min")
+    emb = _task_emb(model, params, task)
+    q_next = _q_pair(cfg, state.target_Qs, next_z, a_next, noise.td_pair, "min", emb=emb)
     return next_z, losses.td_target(batch.reward, batch.terminated, discount, q_next)
 
 
-def _world_model_loss(wm_params, pi_params, cfg, model, batch, next_z, targets, noise):
+def _world_model_loss(wm_params, pi_params, cfg, model, batch, next_z, targets, noise, task):
     params = {**wm_params, "pi": pi_params}
     two_hot = cfg.two_hot()
 
     def call(*args, method, **kwargs):
         return model.apply({"params": params}, *args, method=method, **kwargs)
 
-    z0 = call(batch.obs[0], method="encode")
-    zs = latent_rollout(lambda z, a: call(z, a, method="next"), z0, batch.action)
+    z0 = call(batch.obs[0], task, method="encode")
+    zs = latent_rollout(lambda z, a: call(z, a, task, method="next"), z0, batch.action)
     q_logits = call(
         zs[:-1],
         batch.action,
+        task,
         deterministic=False,
         dropout_mask=noise.value_mask,
         method="Q",
         rngs={"dropout": noise.value_dropout},
     )
-    reward_logits = call(zs[:-1], batch.action, method="reward")
+    reward_logits = call(zs[:-1], batch.action, task, method="reward")
     parts = {
         "consistency_loss": losses.consistency_loss(zs[1:], next_z, cfg.rho),
         "reward_loss": losses.reward_loss(reward_logits, batch.reward, two_hot, cfg.rho),
@@ -171,21 +181,24 @@ def _world_model_loss(wm_params, pi_params, cfg, model, batch, next_z, targets, 
     return total, (zs, parts)
 
 
-def _policy_loss(pi_params, cfg, model, qs_params, zs, scale, noise):
-    dist = model.apply({"params": {"pi": pi_params}}, zs, method="pi")
+def _policy_loss(pi_params, cfg, model, wm_params, zs, scale, noise, task):
+    """The policy step's loss; the world model (Qs, task embedding) is a constant here."""
+    wm_params = jax.lax.stop_gradient(wm_params)
+    dist = model.apply({"params": {**wm_params, "pi": pi_params}}, zs, task, method="pi")
     sample = sample_squashed(dist, noise.pi_eps)
     q = _q_pair(
         cfg,
-        jax.lax.stop_gradient(qs_params),
+        wm_params["Qs"],
         zs,
         sample.action,
         noise.pi_pair,
         "avg",
         noise.pi_dropout,
         noise.pi_mask,
+        _task_emb(model, wm_params, task),
     )
     scale = scale.update(jax.lax.stop_gradient(q[0]))
-    entropy = head_scaled_entropy(sample, dist.log_std)
+    entropy = head_scaled_entropy(sample, dist.log_std, dist.num_dims())
     loss = losses.policy_loss(q, entropy, scale.scale(), cfg.entropy_coef, cfg.rho)
     return loss, (scale, jnp.mean(entropy))
 
@@ -197,21 +210,26 @@ def update_with_noise(
     state: TDMPC2State,
     batch: TDMPC2Slice,
     noise: UpdateNoise,
+    task: jax.Array | None = None,
 ) -> tuple[TDMPC2State, dict]:
-    """One full update on a time-major batch (obs [H + 1, B, O], the rest [H, B, ...])."""
+    """One full update on a time-major batch (obs [H + 1, B, O], the rest [H, B, ...]).
+
+    Multi-task: ``task`` [B] are the task ids of the batch's slices and ``discount`` their
+    discounts [B] (``TaskSet.discounts``), as tdmpc2.py's ``self.discount[task]``.
+    """
     wm_tx, pi_tx = optimisers(cfg)
-    next_z, targets = _td_targets(cfg, model, discount, state, batch, noise)
+    next_z, targets = _td_targets(cfg, model, discount, state, batch, noise, task)
     wm_params, pi_params = _wm_params(state.params), state.params["pi"]
     grad_fn = jax.value_and_grad(_world_model_loss, has_aux=True)
     (total, (zs, parts)), grads = grad_fn(
-        wm_params, pi_params, cfg, model, batch, next_z, targets, noise
+        wm_params, pi_params, cfg, model, batch, next_z, targets, noise, task
     )
     updates, wm_opt = wm_tx.update(grads, state.wm_opt, wm_params)
     wm_params = optax.apply_updates(wm_params, updates)
 
     pi_grad_fn = jax.value_and_grad(_policy_loss, has_aux=True)
     (pi_loss, (scale, entropy)), pi_grads = pi_grad_fn(
-        pi_params, cfg, model, wm_params["Qs"], jax.lax.stop_gradient(zs), state.scale, noise
+        pi_params, cfg, model, wm_params, jax.lax.stop_gradient(zs), state.scale, noise, task
     )
     pi_updates, pi_opt = pi_tx.update(pi_grads, state.pi_opt, pi_params)
     pi_params = optax.apply_updates(pi_params, pi_updates)
@@ -240,7 +258,7 @@ def time_major(batch: TDMPC2Slice) -> TDMPC2Slice:
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), batch)
 
 
-def update(cfg, model, discount, state, batch, key) -> tuple[TDMPC2State, dict]:
+def update(cfg, model, discount, state, batch, key, task=None) -> tuple[TDMPC2State, dict]:
     """:func:`update_with_noise` with fresh draws from ``key``; ``batch`` time-major. On
     pixels every frame of the batch is first shifted at random (layers.py ShiftAug)."""
     if model.image_shape is not None:
@@ -248,4 +266,4 @@ def update(cfg, model, discount, state, batch, key) -> tuple[TDMPC2State, dict]:
         shifts = draw_shifts(k_shift, batch.obs.shape[:-1])
         batch = batch.replace(obs=shift_images(batch.obs, shifts, model.image_shape))
     noise = draw_update_noise(key, cfg, model.action_dim)
-    return update_with_noise(cfg, model, discount, state, batch, noise)
+    return update_with_noise(cfg, model, discount, state, batch, noise, task)

@@ -1,0 +1,143 @@
+"""``ajax collect`` and ``ajax train tdmpc2 --multitask --dataset`` (issue 13 item 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax.buffers.dataset import load_dataset
+from ajax.cli import main
+from ajax.environments import make_env
+from ajax.training.collect import collect_episodes
+from ajax.training.loop import stateless
+from ajax.training.rollout import to_env_action
+
+
+def test_collected_episodes_chain_the_envs_steps_with_the_noise_schedule():
+    """Row t + 1's observation is where step t went; episode 0 acts without noise, the last
+    with std ``noise``; an episode's rows stop at its end."""
+    env = make_env("Pendulum-v1")
+    policy = stateless(lambda agent, obs, key, det: jnp.full(obs.shape[:-1] + (1,), 0.3))
+    eps = jax.jit(lambda k: collect_episodes(env, policy, None, k, 3, 0.5))(jax.random.key(0))
+    assert eps.obs.shape == (3, 201, 3) and eps.action.shape == (3, 200, 1)
+    np.testing.assert_array_equal(eps.length, [200, 200, 200])
+    np.testing.assert_allclose(eps.action[0], 0.3)
+    noise = np.asarray(eps.action[2] - 0.3)
+    assert 0.35 < noise.std() < 0.6 and np.all(np.abs(eps.action) <= 1.0)
+    # replay episode 1's actions through the env from its own first state: same observations
+    k_reset, _ = jax.random.split(jax.random.key(0))
+    state = jax.vmap(env.reset)(jax.random.split(k_reset, 3)).state
+    state = jax.tree.map(lambda x: x[1], state)
+    np.testing.assert_allclose(eps.obs[1, 0], env.reset(jax.random.split(k_reset, 3)[1]).obs)
+    for t in range(5):
+        ts = env.step(jax.random.key(t), state, to_env_action(env, eps.action[1, t]))
+        np.testing.assert_allclose(eps.obs[1, t + 1], ts.final_obs, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(eps.reward[1, t], ts.reward, rtol=1e-5, atol=1e-6)
+        state = ts.state
+
+
+TINY_SAC = [
+    "--hidden", "16", "--batch-size", "32", "--learning-starts", "32", "--buffer-size", "256",
+    "--eval-freq", "100", "--eval-episodes", "1", "--no-progress", "--steps", "100",
+]  # fmt: skip
+TINY_T2 = [
+    "--model-size", "1", "--enc-dim", "16", "--mlp-dim", "16", "--latent-dim", "16",
+    "--task-dim", "8", "--batch-size", "8", "--planner.num-samples", "16",
+    "--planner.num-pi-trajs", "2", "--planner.num-elites", "4", "--planner.iterations", "1",
+    "--eval-freq", "10", "--eval-episodes", "1", "--checkpoint-every", "1", "--no-progress",
+]  # fmt: skip
+
+
+def _error(capsys, argv) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ajax: error: ")
+    return err[0]
+
+
+def test_collect_then_train_multitask_and_eval(tmp_path, capsys):
+    """Two SAC runs collect into one dataset; the multi-task run trains on both and logs each
+    task's return; ``ajax eval`` scores it; bad input is one line and exit 2."""
+    ds = tmp_path / "ds"
+    for env, task in (("Pendulum-v1", "pend"), ("Reacher-misc", "reach")):
+        run = tmp_path / task
+        assert main(["train", "sac", "--env", env, "--out", str(run), *TINY_SAC]) == 0
+        capsys.readouterr()
+        argv = ["collect", str(run), "--out", str(ds), "--task", task, "--episodes", "3"]
+        assert main(argv) == 0
+        assert f"task {task}: 3 episodes" in capsys.readouterr().out
+    data = load_dataset(ds)
+    assert data.names == ("pend", "reach")
+    assert data.tasks[1].source["agent"] == "sac" and data.tasks[1].action_dim == 2
+    assert json.loads((ds / "dataset.json").read_text())["tasks"]["pend"]["episode_length"] == 200
+
+    out = tmp_path / "mt"
+    argv = ["train", "tdmpc2", "--multitask", "--dataset", str(ds), "--steps", "20",
+            "--out", str(out), *TINY_T2]  # fmt: skip
+    assert main(argv) == 0
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [10, 20]
+    assert np.isfinite(lines[-1]["eval_return/pend"]) and np.isfinite(
+        lines[-1]["eval_return/reach"]
+    )
+    spec = json.loads((out / "run.json").read_text())
+    assert spec["env"] == f"dataset:{ds}" and spec["env_options"] == {"dataset": str(ds)}
+
+    capsys.readouterr()
+    assert main(["eval", str(out), "--episodes", "1"]) == 0
+    assert "eval return over 1 episodes" in capsys.readouterr().out
+
+    # bad input: one line, exit 2
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "dataset.json").write_text("{}")
+    bad = ["train", "tdmpc2", "--multitask", "--steps", "10"]
+    assert "not an Ajax episode dataset" in _error(
+        capsys, bad + ["--dataset", str(tmp_path / "bad")]
+    )
+    assert "missing ['walker-stand'" in _error(
+        capsys, bad + ["--dataset", str(ds), "--task-set", "mt30"]
+    )
+    one = tmp_path / "one"
+    assert main(["collect", str(tmp_path / "pend"), "--out", str(one), "--episodes", "1"]) == 0
+    assert ">= 2 tasks" in _error(capsys, bad + ["--dataset", str(one)])
+    assert "needs --dataset" in _error(capsys, bad)
+    assert "add --multitask" in _error(capsys, ["train", "tdmpc2", "--dataset", str(ds)])
+    assert "drop --env" in _error(capsys, bad + ["--dataset", str(ds), "--env", "Pendulum-v1"])
+    assert "needs --out" in _error(capsys, ["collect", str(tmp_path / "pend")])
+    nothing = ["collect", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]
+    assert "is not a run directory" in _error(capsys, nothing)
+
+
+@pytest.mark.slow  # ~55 s: the run, then its resume, each compiles the update and both evals
+def test_multitask_run_resumes_to_the_same_end(tmp_path):
+    from ajax.buffers.dataset import Episodes, TaskMeta, write_task
+
+    rng = np.random.default_rng(0)
+    for name, env, obs, act, length in (("pend", "Pendulum-v1", 3, 1, 200),
+                                        ("reach", "Reacher-misc", 8, 2, 100)):  # fmt: skip
+        eps = Episodes(
+            obs=rng.normal(size=(3, length + 1, obs)).astype(np.float32),
+            action=rng.uniform(-1, 1, size=(3, length, act)).astype(np.float32),
+            reward=rng.normal(size=(3, length)).astype(np.float32),
+            terminated=np.zeros((3, length), bool),
+            length=np.full((3,), length, np.int32),
+        )
+        write_task(tmp_path / "ds", TaskMeta(name, env, obs, act, length, 3), eps)
+    out = tmp_path / "mt"
+    argv = ["train", "tdmpc2", "--multitask", "--dataset", str(tmp_path / "ds"), "--steps", "20",
+            "--out", str(out), *TINY_T2]  # fmt: skip
+    assert main(argv) == 0
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    shutil.rmtree(out / "checkpoints" / "2")
+    (out / "metrics.jsonl").write_text(json.dumps(lines[0]) + "\n")
+    assert main(["resume", str(out)]) == 0
+    resumed = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in resumed] == [10, 20]
+    for key in ("total_loss", "pi_loss", "eval_return/pend", "eval_return/reach"):
+        assert resumed[-1][key] == lines[-1][key], key
