@@ -116,6 +116,7 @@ def _assert_same_learning(jax_state, host_state):
             np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # ~80 s under the default run's load; kept out to stay under 15 minutes
 def test_dreamerv3_host_run_learns_what_the_jax_run_learns(monkeypatch):
     """DreamerV3 on host simulators (hold ticks by HostExplicitReset, jitted act and absorb per
     tick) ends with the JAX run's step count, keys, update count and parameters, for 2 seeds."""

@@ -250,6 +250,7 @@ def two_task_dataset(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # ~70 s under the default run's load; the CLI test trains one seed there
 def test_offline_run_trains_both_tasks_and_evaluates_each(two_task_dataset):
     algo = MultitaskTDMPC2(two_task_dataset, TINY)
     assert algo.tasks.action_dims == (1, 2) and algo.tasks.obs_dim == 8
