@@ -156,5 +156,5 @@ class CollectArgs:
     out: str | None = None
     task: str | None = None
     episodes: int = 50
-    noise: float = 0.3
+    noise: float = 1.0
     seed: int = 0
