@@ -79,6 +79,11 @@ def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
         raise UsageError(str(err)) from err
 
 
+def _slug(env: str) -> str:
+    """An env id (or ``dataset:DIR``) as one path component."""
+    return env.replace(":", "_").replace("/", "_")
+
+
 def cmd_train(argv: list[str]) -> int:
     from ajax.training.run import RunSpec, execute, prepare_run_dir
 
@@ -113,7 +118,7 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     algo = _make_algo(agent, args.env, config, args.env_options())
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"runs/{agent}-{args.env.replace(':', '_').replace('/', '_')}-{stamp}")
+    out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")
     try:
         spec = RunSpec(
             agent=agent,
@@ -292,7 +297,7 @@ def cmd_collect(argv: list[str]) -> int:
                          f"{args.noise}")  # fmt: skip
     try:
         run = restore_run(run_dir, _make_algo, _config_from)
-        task = args.task or run.spec.env.replace(":", "_").replace("/", "_")
+        task = args.task or _slug(run.spec.env)
         meta = collect_run(run, run_dir, Path(args.out), task, args.episodes, args.noise, args.seed)
     except (FileNotFoundError, DatasetError) as err:
         raise UsageError(str(err)) from err

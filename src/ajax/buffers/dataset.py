@@ -179,6 +179,12 @@ def _read_ajax(root: Path, index: dict) -> Dataset:
     return Dataset(tuple(tasks), episodes)
 
 
+def _used_width(x: np.ndarray) -> int:
+    """Columns up to the last one any row fills (>= 1): a task's width inside padded data."""
+    filled = np.nonzero(np.any(x != 0, axis=(0, 1)))[0]
+    return max(int(filled.max(initial=-1)) + 1, 1)
+
+
 def official_to_episodes(obs, action, reward, task, names) -> Dataset:
     """Official rows [E, L + 1] (``obs``, ``action``, ``reward``, ``task``) as Ajax episodes.
 
@@ -203,8 +209,7 @@ def official_to_episodes(obs, action, reward, task, names) -> Dataset:
             )
         rows = ids == i
         o, a = obs[rows], np.nan_to_num(action[rows][:, 1:])
-        used = lambda x: int(np.max(np.nonzero(np.any(x != 0, axis=(0, 1)))[0], initial=-1)) + 1
-        o_dim, a_dim = max(used(o), 1), max(used(a), 1)
+        o_dim, a_dim = _used_width(o), _used_width(a)
         e, length = o.shape[0], o.shape[1] - 1
         episodes[names[i]] = Episodes(
             obs=o[..., :o_dim],

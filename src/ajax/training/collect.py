@@ -49,7 +49,8 @@ def collect_episodes(env, policy: Policy, agent_state, key, episodes: int, noise
     c = (Tick.reset(ts), policy.init(episodes), ts.state, jnp.ones((episodes,), bool))
     _, rows = jax.lax.scan(step, c, jax.random.split(k_run, length))
     rows = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), rows)  # [E, L, ...]
-    # o_{t+1} is the observation step t reached: within an episode the next row's obs
+    # o_{t+1} is the observation step t reached: within an episode the next row's obs; rows
+    # past an episode's end are zero (next_obs is masked by alive)
     obs = jnp.concatenate([rows["obs"][:, :1], rows["next_obs"]], axis=1)
     return Episodes(
         obs=obs,
@@ -64,7 +65,8 @@ def collect_run(
     run, run_dir: Path, out: Path, task: str, episodes: int, noise: float, seed: int
 ) -> TaskMeta:
     """Write ``episodes`` episodes of the first seed of the run restored from ``run_dir``
-    (``evaluation.Restored``) into the dataset at ``out`` as task ``task``; returns what ``dataset.json`` records."""
+    (``evaluation.Restored``) into the dataset at ``out`` as task ``task``; returns what
+    ``dataset.json`` records."""
     algo, spec = run.algo, run.spec
     if not algo.is_jax:
         raise DatasetError(f"collect runs on JAX envs; {spec.env!r} is a host env")
@@ -72,7 +74,6 @@ def collect_run(
     env = algo.eval_env
     fn = jax.jit(lambda a, k: collect_episodes(env, algo.policy(), a, k, episodes, noise))
     eps = Episodes(*(np.asarray(x) for x in fn(agent, jax.random.PRNGKey(seed))))
-    eps = eps._replace(obs=_zero_past_end(eps.obs, eps.length + 1))
     returns = eps.reward.sum(axis=1)
     meta = TaskMeta(
         name=task,
@@ -94,8 +95,3 @@ def collect_run(
     )
     write_task(out, meta, eps)
     return meta
-
-
-def _zero_past_end(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    keep = np.arange(x.shape[1])[None, :] < rows[:, None]
-    return np.where(keep[..., None], x, 0.0).astype(np.float32)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import reduce_pair
-from ajax.agents.tdmpc2.networks import Q_members, WorldModel
+from ajax.agents.tdmpc2.networks import Q_members, WorldModel, task_embedding
 from ajax.agents.tdmpc2.planner import PlanNoise, PlanResult, plan
 from ajax.agents.tdmpc2.policy import sample_squashed
 
@@ -91,8 +91,7 @@ def estimate_value(
             ended = model.apply(variables, z, method="termination") > 0.0  # sigmoid > 0.5
             alive = alive * (1.0 - ended.astype(jnp.float32))
     a = sample_squashed(model.apply(variables, z, task, method="pi"), noise.eps).action
-    emb = None if model.tasks is None else model.apply(variables, task, method="task_emb")
-    logits = Q_members(cfg, params["Qs"], z, a, noise.pair, emb=emb)
+    logits = Q_members(cfg, params["Qs"], z, a, noise.pair, emb=task_embedding(model, params, task))
     return ret + disc * alive * reduce_pair(two_hot.decode(logits), "avg")
 
 
@@ -131,20 +130,16 @@ def plan_one(
     def value_fn(actions, value_noise):
         return estimate_value(cfg, model, discount, params, z, actions, value_noise, task)
 
-    mask = None if model.tasks is None else jnp.asarray(model.tasks.action_masks())[task]
+    mask = None if model.tasks is None else model.tasks.mask(task)
     return plan(value_fn, pi_actions, prev_mean, t0, noise.plan, cfg.planner, eval_mode, mask)
 
 
 def act(cfg, model, discount, params, act_state: ActState, obs, key, eval_mode, task=None):
     """Plan for every env: ``(actions [N, A], new ActState)``; t0 clears after planning.
-    ``task`` [N] are a multi-task model's task ids (``discount`` then [N] too)."""
+    ``task`` [N] are a multi-task model's task ids (None for a single task)."""
     n = obs.shape[0]
     noise = jax.vmap(lambda k: draw_act_noise(k, cfg, model.action_dim))(jax.random.split(key, n))
-    task = jnp.zeros((n,), jnp.int32) if task is None else task
-    discount = jnp.broadcast_to(jnp.asarray(discount, jnp.float32), (n,))
     out = jax.vmap(
-        lambda o, m, t, nz, g, i: plan_one(
-            cfg, model, g, params, o, m, t, nz, eval_mode, None if model.tasks is None else i
-        )
-    )(obs, act_state.prev_mean, act_state.t0, noise, discount, task)
+        lambda o, m, t, nz, i: plan_one(cfg, model, discount, params, o, m, t, nz, eval_mode, i)
+    )(obs, act_state.prev_mean, act_state.t0, noise, task)
     return out.action, ActState(prev_mean=out.mean, t0=jnp.zeros_like(act_state.t0))

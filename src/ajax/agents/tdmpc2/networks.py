@@ -187,8 +187,7 @@ class WorldModel(nn.Module):
         log_std = bounded_log_std(raw, self.cfg.log_std_min, self.cfg.log_std_max)
         if self.tasks is None:
             return SquashedGaussian(mean, log_std)
-        mask = jnp.asarray(self.tasks.action_masks())[jnp.asarray(task, jnp.int32)]
-        mask = jnp.broadcast_to(mask, mean.shape)
+        mask = jnp.broadcast_to(self.tasks.mask(task), mean.shape)
         return SquashedGaussian(mean * mask, log_std * mask, mask)
 
     def Q(
@@ -236,6 +235,14 @@ class WorldModel(nn.Module):
         if self.cfg.episodic:
             out["termination"] = self.termination(z)
         return out
+
+
+def task_embedding(model: WorldModel, params: dict, task) -> jax.Array | None:
+    """:meth:`WorldModel.task_emb` of ``task`` for a multi-task model, None for a single task
+    (the ``emb`` argument of :func:`Q_members`)."""
+    if model.tasks is None:
+        return None
+    return model.apply({"params": params}, task, method="task_emb")
 
 
 def q_member(cfg: TDMPC2Config) -> nn.Module:

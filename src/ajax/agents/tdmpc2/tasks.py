@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from ajax.validation import ConfigError, Validated
@@ -97,6 +99,10 @@ class TaskSet(Validated):
         """[T, A] float32: row i holds action_dims[i] ones, then zeros (world_model.py:22-25)."""
         cols = np.arange(self.action_dim)[None, :]
         return (cols < np.asarray(self.action_dims)[:, None]).astype(np.float32)
+
+    def mask(self, task) -> jax.Array:
+        """Action masks [..., A] of task ids [...] (rows of :meth:`action_masks`)."""
+        return jnp.asarray(self.action_masks())[jnp.asarray(task, jnp.int32)]
 
     def discounts(self, cfg) -> np.ndarray:
         """[T] float32: each task's discount from its episode length (``cfg.discount``)."""

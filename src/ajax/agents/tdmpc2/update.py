@@ -25,7 +25,7 @@ import optax
 from ajax.agents.tdmpc2 import losses
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import keep_masks, reduce_pair
-from ajax.agents.tdmpc2.networks import Q_members, WorldModel, latent_rollout
+from ajax.agents.tdmpc2.networks import Q_members, WorldModel, latent_rollout, task_embedding
 from ajax.agents.tdmpc2.optim import adam_grouped, pi_adam
 from ajax.agents.tdmpc2.pixels import draw_shifts, shift_images
 from ajax.agents.tdmpc2.policy import head_scaled_entropy, sample_squashed
@@ -111,13 +111,6 @@ def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: in
     )
 
 
-def _task_emb(model, params, task):
-    """The task embedding of ``task`` (multi-task), or None."""
-    if model.tasks is None:
-        return None
-    return model.apply({"params": params}, task, method="task_emb")
-
-
 def _q_pair(cfg, qs_params, z, a, pair, how, dropout_key=None, dropout_mask=None, emb=None):
     """'min'/'avg' of the decoded Q pair at (z, a), evaluating the two members only.
 
@@ -140,7 +133,7 @@ def _td_targets(cfg, model, discount, state, batch, noise, task):
     next_z = model.apply({"params": params}, batch.obs[1:], task, method="encode")
     dist = model.apply({"params": params}, next_z, task, method="pi")
     a_next = sample_squashed(dist, noise.td_eps).action
-    emb = _task_emb(model, params, task)
+    emb = task_embedding(model, params, task)
     q_next = _q_pair(cfg, state.target_Qs, next_z, a_next, noise.td_pair, "min", emb=emb)
     return next_z, losses.td_target(batch.reward, batch.terminated, discount, q_next)
 
@@ -195,7 +188,7 @@ def _policy_loss(pi_params, cfg, model, wm_params, zs, scale, noise, task):
         "avg",
         noise.pi_dropout,
         noise.pi_mask,
-        _task_emb(model, wm_params, task),
+        task_embedding(model, wm_params, task),
     )
     scale = scale.update(jax.lax.stop_gradient(q[0]))
     entropy = head_scaled_entropy(sample, dist.log_std, dist.num_dims())
