@@ -69,6 +69,13 @@ def _int_leaves_equal(a, b) -> bool:
     )
 
 
+def _bitwise_equal(a, b) -> bool:
+    return all(
+        np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True)
+        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
 def main(agent: str, out: Path) -> dict:
     """One-device ``train`` as the reference; a 4-device run directory (the sharded run), then
     copies of it without the newest checkpoint resumed on 1 and on 2 devices."""
@@ -89,6 +96,11 @@ def main(agent: str, out: Path) -> dict:
         "eval_one": np.asarray(one.metrics["eval_return"]).T.tolist(),  # [chunks, seeds]
         "eval_four": evals,
         "ints_equal": _int_leaves_equal(one.state, four),
+        # one seed per device runs unbatched (sharding.per_seed): seed 3 as it runs alone
+        "alone_bitwise": _bitwise_equal(
+            cls(env, config).train(seed=3, total_steps=steps).state,
+            jax.tree.map(lambda x: np.asarray(x)[3], four),
+        ),
     }
     for devices in (1, 2):
         cut = out / f"resume{devices}"

@@ -5,7 +5,8 @@ integer leaves (counters, replay indices, keys) equal the one-device run's bitwi
 leaves agree to float32 rounding (parameters within 1e-4, eval returns within 1e-4 relative);
 a run directory checkpointed on 4 devices resumes on 1 and on 2 and ends where it ended. Not
 bitwise: XLA's CPU backend compiles a partitioned program (and a different seed batch) into
-different kernels; see ``ajax.training.sharding``.
+different kernels; see ``ajax.training.sharding``. A device holding one seed runs it
+unbatched (``sharding.per_seed``), so that seed's whole state is bitwise the seed run alone.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def test_seeds_sharded_over_four_devices_match_one_device(agent, tmp_path):
     assert r["devices"] == 4
     assert r["sharded_leaves"] == r["leaves"] and r["shard_seeds"] == [1]
     assert r["ints_equal"]
+    assert r["alone_bitwise"]  # a device holding one seed runs it as that seed alone
     assert r["param_diff"] < 1e-4, r["param_diff"]
     np.testing.assert_allclose(r["eval_four"], r["eval_one"], rtol=1e-4, atol=1e-4)
     for devices in (1, 2):

@@ -24,6 +24,7 @@ from ajax.training.sharding import (
     device_mesh,
     mesh_context,
     over_seeds,
+    per_seed,
     shard_seeds,
 )
 
@@ -51,7 +52,7 @@ def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | N
     scan; each chunk's records reach ``on_record`` on the host as the jitted run goes."""
 
     def body(states, _):
-        states, record = jax.vmap(run_chunk)(states)
+        states, record = per_seed(run_chunk)(states)
         if on_record is not None:
             jax.debug.callback(on_record, record, ordered=True)
         return states, record
@@ -219,7 +220,7 @@ class Algorithm:
         chunks = self.make_chunks(total_steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
         run = seeds_segment(
-            chunks.run_chunk, chunks.n_chunks, on_record, mesh, prepare=jax.vmap(chunks.init)
+            chunks.run_chunk, chunks.n_chunks, on_record, mesh, prepare=per_seed(chunks.init)
         )
         states, records = run(shard_seeds(keys, mesh))
         states = to_host(states)  # whole on every process of a multi-process run

@@ -27,6 +27,7 @@ from ajax.training.memory import replay_nbytes
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
+from ajax.training.sharding import per_seed
 
 
 class HostLearnerState(flax.struct.PyTreeNode):
@@ -133,7 +134,7 @@ class HostOffPolicyRun(HostRun):
 
     def __init__(self, algo, loop: OffPolicyLoop, seeds: list[int]):
         super().__init__(algo, seeds, loop.steps_per_chunk)
-        agent, buffer = jax.jit(jax.vmap(loop.init_learner))(self.keys, self.obs[:, 0])
+        agent, buffer = jax.jit(per_seed(loop.init_learner))(self.keys, self.obs[:, 0])
         self.state = HostLearnerState(
             agent,
             buffer,
@@ -141,8 +142,8 @@ class HostOffPolicyRun(HostRun):
             self.keys,
             jnp.zeros((self.n_seeds,), jnp.int32),
         )
-        self._explore = jax.jit(jax.vmap(loop.explore))
-        self._learn = jax.jit(jax.vmap(loop.store_and_learn))
+        self._explore = jax.jit(per_seed(loop.explore))
+        self._learn = jax.jit(per_seed(loop.store_and_learn))
 
     def run_chunk(self) -> dict:
         s, metrics = self.state, {}
@@ -187,14 +188,14 @@ class HostOnPolicyRun(HostRun):
         super().__init__(algo, seeds, steps_per_chunk)
         self.n_steps = n_steps
         self.state = HostLearnerState(
-            jax.jit(jax.vmap(lambda k: agent.init(k, self.env)))(self.keys),
+            jax.jit(per_seed(lambda k: agent.init(k, self.env)))(self.keys),
             None,
             jax.vmap(lambda _: EpisodeTracker.create(self.n))(self.keys),
             self.keys,
             jnp.zeros((self.n_seeds,), jnp.int32),
         )
-        self._sample = jax.jit(jax.vmap(agent.sample))
-        self._update = jax.jit(jax.vmap(agent.update))
+        self._sample = jax.jit(per_seed(agent.sample))
+        self._update = jax.jit(per_seed(agent.update))
         self.carry = jax.vmap(lambda _: agent.policy.init(self.n))(self.keys)
         self.is_first = jnp.ones(self.obs.shape[:2], bool)
         self.reward = jnp.zeros(self.obs.shape[:2])
@@ -251,9 +252,9 @@ class HostReplayRun(HostRun):
         tick = self._first_tick(seeds[0])
         keys = jax.vmap(lambda k: jax.random.split(k, 3))(self.keys)  # the JAX loop's split
         init = lambda k, t: steps.init_state((k[0], k[2]), t, None)
-        self.state = jax.jit(jax.vmap(init))(keys, tick)
-        self._tick_act = jax.jit(jax.vmap(steps.act))
-        self._absorb = jax.jit(jax.vmap(steps.absorb))
+        self.state = jax.jit(per_seed(init))(keys, tick)
+        self._tick_act = jax.jit(per_seed(steps.act))
+        self._absorb = jax.jit(per_seed(steps.absorb))
 
     def _first_tick(self, seed: int) -> Tick:
         return Tick.reset(self._split_ts(self.env.reset(seed=seed)))
