@@ -287,24 +287,22 @@ def cmd_collect(argv: list[str]) -> int:
     positional, flags = split_positional(argv, CollectArgs)
     if len(positional) != 1 or "-h" in flags or "--help" in flags:
         raise UsageError(
-            "usage: ajax collect RUN --out DIR [--task NAME] [--episodes N] [--noise S] [--seed K]"
+            "usage: ajax collect RUN --out DIR [--task NAME] [--replay | --episodes N "
+            "[--noise S] [--seed K]]"
         )
     args, run_dir = parse_flags(CollectArgs, flags, CollectArgs()), Path(positional[0])
-    if args.out is None:
-        raise UsageError("ajax collect needs --out DIR, the dataset to write the episodes into")
-    if args.episodes < 1 or not 0.0 <= args.noise <= 2.0:
-        raise UsageError(f"--episodes must be >= 1 and --noise in [0, 2], got {args.episodes}, "
-                         f"{args.noise}")  # fmt: skip
+    args.check(flags)
     try:
         run = restore_run(run_dir, _make_algo, _config_from)
         task = args.task or _slug(run.spec.env)
-        meta = collect_run(run, run_dir, Path(args.out), task, args.episodes, args.noise, args.seed)
+        meta = collect_run(run, run_dir, Path(args.out), task, args.episodes, args.noise,
+                           args.seed, args.replay)  # fmt: skip
     except (FileNotFoundError, DatasetError) as err:
         raise UsageError(str(err)) from err
     source = meta.source
-    print(f"task {meta.name}: {meta.episodes} episodes of {meta.episode_length} steps into "
-          f"{args.out} (return mean {source['return_mean']:.2f}, without noise "
-          f"{source['return_noiseless']:.2f})")  # fmt: skip
+    what = "its replay" if args.replay else f"without noise {source['return_noiseless']:.2f}"
+    print(f"task {meta.name}: {meta.episodes} episodes of up to {meta.episode_length} steps into "
+          f"{args.out} (return mean {source['return_mean']:.2f}; {what})")  # fmt: skip
     return 0
 
 

@@ -4,7 +4,7 @@ where a run goes (devices, layout, processes) and what it trains on."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 from ajax.cli_flags import UsageError
 
@@ -148,13 +148,32 @@ class CollectArgs:
     Attributes:
         out: the dataset directory to add the task to (created if missing).
         task: the task's name in the dataset (default: the run's env id).
-        episodes: episodes to write.
+        replay: write the run's whole replay buffer, cut into episodes, instead of new
+            episodes of its policy (off-policy agents).
+        episodes: episodes of the policy to write.
         noise: the last episode's action-noise std; episode i of E uses noise * i / (E - 1).
-        seed: PRNG seed of the episodes.
+        seed: PRNG seed of the policy's episodes.
     """
 
     out: str | None = None
     task: str | None = None
+    replay: bool = False
     episodes: int = 50
     noise: float = 1.0
     seed: int = 0
+
+    POLICY_FLAGS: ClassVar[tuple[str, ...]] = ("--episodes", "--noise", "--seed")
+
+    def check(self, flags: list[str]) -> None:
+        """UsageError naming the fix for a missing ``--out``, a bad count or noise, or policy
+        options (``flags``: the tokens given) with ``--replay``."""
+        if self.out is None:
+            raise UsageError("ajax collect needs --out DIR, the dataset to write the episodes into")
+        given = [f for f in self.POLICY_FLAGS
+                 if any(tok == f or tok.startswith(f + "=") for tok in flags)]  # fmt: skip
+        if self.replay and given:
+            raise UsageError(f"--replay writes the run's replay as it is: drop {', '.join(given)}")
+        if self.episodes < 1 or not 0.0 <= self.noise <= 2.0:
+            raise UsageError(
+                f"--episodes must be >= 1 and --noise in [0, 2], got {self.episodes}, {self.noise}"
+            )

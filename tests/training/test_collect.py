@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax.buffers.dataset import load_dataset
+from ajax.buffers.dataset import DatasetError, load_dataset
 from ajax.cli import main
 from ajax.environments import make_env
-from ajax.training.collect import collect_episodes
+from ajax.training.collect import collect_episodes, replay_episodes, run_replay
 from ajax.training.loop import stateless
 from ajax.training.rollout import to_env_action
 
@@ -39,6 +39,55 @@ def test_collected_episodes_chain_the_envs_steps_with_the_noise_schedule():
         np.testing.assert_allclose(eps.obs[1, t + 1], ts.final_obs, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(eps.reward[1, t], ts.reward, rtol=1e-5, atol=1e-6)
         state = ts.state
+
+
+def _ring(rows: list[dict], size: int) -> tuple[dict, int, bool]:
+    """``rows`` (in the order they were added) written into a ring of ``size`` rows."""
+    ring = {k: np.zeros((size, 1), np.float32) for k in rows[0]}
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            ring[k][i % size] = v
+    return ring, len(rows) % size if len(rows) >= size else len(rows), len(rows) >= size
+
+
+def _rows(obs, next_obs, terminated):
+    return [{"obs": o, "next_obs": n, "terminated": d, "action": 0.5 * o, "reward": o}
+            for o, n, d in zip(obs, next_obs, terminated, strict=True)]  # fmt: skip
+
+
+def test_replay_episodes_cut_a_wrapped_two_env_ring_at_terminations_and_resets():
+    """Hand case: two envs interleaved row by row, 6 steps each into a ring of 8 rows, so the
+    ring holds steps 2-5 with its oldest row at index 4. Env 0 terminates at step 2, then
+    starts again at 10; env 1 is reset by a time limit after step 3 (its next row starts at 30,
+    not at 24)."""
+    env0 = _rows([0, 1, 2, 10, 11, 12], [1, 2, 3, 11, 12, 13], [0, 0, 1, 0, 0, 0])
+    env1 = _rows([20, 21, 22, 23, 30, 31], [21, 22, 23, 24, 31, 32], [0] * 6)
+    ring, count, full = _ring([r for pair in zip(env0, env1, strict=True) for r in pair], 8)
+    assert (count, full) == (4, True)
+    eps = replay_episodes(ring, count, full, n_envs=2)
+    np.testing.assert_array_equal(eps.length, [1, 3, 2, 2])
+    assert eps.obs.shape == (4, 4, 1) and eps.action.shape == (4, 3, 1)
+    np.testing.assert_array_equal(eps.obs[..., 0], [[2, 3, 0, 0], [10, 11, 12, 13],
+                                                    [22, 23, 24, 0], [30, 31, 32, 0]])  # fmt: skip
+    np.testing.assert_array_equal(eps.terminated, [[1, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0]])
+    np.testing.assert_array_equal(eps.reward, [[2, 0, 0], [10, 11, 12], [22, 23, 0], [30, 31, 0]])
+    np.testing.assert_array_equal(eps.action[1, :, 0], [5, 5.5, 6])
+    # a ring not yet full: its first 3 steps, one episode per env, env 0's terminated
+    ring, count, full = _ring([r for pair in zip(env0[:3], env1[:3], strict=True) for r in pair], 8)
+    eps = replay_episodes(ring, count, full, n_envs=2)
+    np.testing.assert_array_equal(eps.length, [3, 3])
+    np.testing.assert_array_equal(eps.obs[..., 0], [[0, 1, 2, 3], [20, 21, 22, 23]])
+    np.testing.assert_array_equal(eps.terminated, [[0, 0, 1], [0, 0, 0]])
+    with pytest.raises(DatasetError, match="no transitions"):
+        replay_episodes(ring, 0, False, n_envs=2)
+
+
+def test_replay_export_refuses_a_run_without_a_transition_replay():
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(state=SimpleNamespace(agent=None), spec=SimpleNamespace(agent="ppo"))
+    with pytest.raises(DatasetError, match="a ppo run keeps no transition replay.*drop --replay"):
+        run_replay(run)
 
 
 TINY_SAC = [
@@ -75,6 +124,18 @@ def test_collect_then_train_multitask_and_eval(tmp_path, capsys):
                 "--seed", seed]  # fmt: skip
         assert main(argv) == 0
         assert f"task {task}: 3 episodes" in capsys.readouterr().out
+    # its replay: the 100 steps of one unfinished Pendulum episode, chained row to row
+    argv = ["collect", str(run), "--out", str(tmp_path / "replay"), "--replay"]
+    assert main(argv) == 0
+    assert "task Pendulum-v1: 1 episodes of up to 100 steps" in capsys.readouterr().out
+    replay = load_dataset(tmp_path / "replay")
+    (eps,) = replay.episodes.values()
+    assert replay.tasks[0].source["replay"] and eps.length.tolist() == [100]
+    assert np.all(np.abs(eps.action) <= 1.0) and np.all(np.abs(eps.obs[0, :, :2]) <= 1.0)
+    assert "drop --episodes, --seed" in _error(
+        capsys, argv[:-1] + ["--out", str(tmp_path / "r2"), "--replay", "--episodes", "2",
+                             "--seed=1"]
+    )  # fmt: skip
     data = load_dataset(ds)
     assert data.names == ("pend", "pend-b")
     assert data.tasks[1].source["agent"] == "sac" and data.tasks[1].action_dim == 1

@@ -6,9 +6,10 @@ Two layouts, one 1-D mesh each (``--parallel``):
   second, after the chunk axis), and no computation mixes seeds. :func:`over_seeds` wraps a
   seed-vmapped function in ``jax.shard_map``, so each device runs the one-device program on its
   own block of ``n_seeds / devices`` seeds, with no communication. A device's seeds are bitwise
-  what the same block gives run alone on one device; against one device holding all ``n_seeds``
-  they agree to float rounding only, because XLA's CPU backend compiles a different seed batch
-  into different kernels (see ``tests/training/test_reproducibility.py``).
+  what the same block gives run alone on one device (a block of one seed: that seed alone, see
+  :func:`per_seed`); against one device holding all ``n_seeds`` they agree to float rounding
+  only, because XLA's CPU backend compiles a different seed batch into different kernels (see
+  ``tests/training/test_reproducibility.py``).
 - **data** (axis "data"): one run's state is replicated on every device, and the shared loop
   and replay mark the env batch (:func:`constrain_data` in ``training.loop``) and the sampled
   update batch (``off_policy``, ``buffers.sequence``) as split over the devices. jit's sharding
