@@ -169,6 +169,12 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
          "grayscale needs RGB images"),
         (["train", "dreamerv3", "--env", "CartPole-v1", "--pixels"],
          "pixels= renders dm_control cameras"),
+        (["train", "dreamerv3", "--env", "CartPole-v1", "--proprio"],
+         "proprio= adds the state features to rendered images: add pixels="),
+        (["train", "dreamerv3", "--env", "Breakout-MinAtar", "--enc-spaces", "vector"],
+         "enc_spaces='vector' selects none of this env's observation parts ['image']"),
+        (["train", "dreamerv3", "--env", "Breakout-MinAtar", "--dec-spaces", "("],
+         "dec_spaces = '(' is invalid: it must be a regular expression"),
         (["train", "ppo", "--env", "Breakout-MinAtar"], "ppo has no image encoder"),
         (["train", "tdmpc2", "--env", "dmc:cartpole-swingup", "--pixels", "--model-size", "1"],
          "pixel encoder gives 512 features"),
@@ -182,7 +188,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
         "config-field", "config-value", "replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
-        "ppo-images", "tdmpc2-pixels", "command", "eval-usage",
+        "proprio-without-pixels", "enc-spaces-none", "dec-spaces-regex", "ppo-images", "tdmpc2-pixels", "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):
@@ -240,6 +246,7 @@ def test_image_flags_are_recorded_for_resume_and_eval():
     args = TrainArgs(pixels=True, frame_stack=3, resize=64)
     assert args.env_options() == {"pixels": True, "frame_stack": 3, "resize": [64, 64]}
     assert TrainArgs().env_options() == {}
+    assert TrainArgs(pixels=True, proprio=True).env_options() == {"pixels": True, "proprio": True}
     plain = identity(RunSpec(agent="sac", env="Pendulum-v1", steps=10))
     assert "env_options" not in plain
     spec = RunSpec(agent="sac", env="Pendulum-v1", steps=10, env_options=args.env_options())

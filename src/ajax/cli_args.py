@@ -78,6 +78,7 @@ class TrainArgs(PlacementArgs):
     progress: bool = True
     wandb_project: str | None = None
     pixels: bool = False
+    proprio: bool = False
     frame_stack: int = 1
     resize: int | None = None
     grayscale: bool = False
@@ -86,17 +87,19 @@ class TrainArgs(PlacementArgs):
     task_set: str | None = None
 
     def env_options(self) -> dict:
-        """The image options given (make_env's ``pixels``, ``frame_stack``, ``resize``,
-        ``grayscale``), or a multi-task run's ``dataset`` and ``task_set``, as run.json records
+        """The image options given (make_env's ``pixels``, ``proprio``, ``frame_stack``,
+        ``resize``, ``grayscale``), or a multi-task run's ``dataset`` and ``task_set``, as run.json records
         them; defaults are left out."""
         if self.multitask:
             return {"dataset": self.dataset} | (
                 {"task_set": self.task_set} if self.task_set else {}
             )
-        options = {"pixels": self.pixels, "frame_stack": self.frame_stack,
+        options = {"pixels": self.pixels, "proprio": self.proprio,
+                   "frame_stack": self.frame_stack,
                    "resize": None if self.resize is None else [self.resize, self.resize],
                    "grayscale": self.grayscale}  # fmt: skip
-        default = {"pixels": False, "frame_stack": 1, "resize": None, "grayscale": False}
+        default = {"pixels": False, "proprio": False, "frame_stack": 1, "resize": None,
+                   "grayscale": False}  # fmt: skip
         return {k: v for k, v in options.items() if v != default[k]}
 
 
@@ -113,7 +116,7 @@ def check_multitask(args: TrainArgs, agent: str, env_given: bool) -> None:
         raise UsageError(f"--multitask trains tdmpc2 offline; {agent} has no multi-task mode")
     if args.dataset is None:
         raise UsageError("--multitask needs --dataset DIR (a dataset from 'ajax collect')")
-    if env_given or args.pixels or args.frame_stack != 1 or args.resize or args.grayscale:
+    if env_given or args.env_options():
         raise UsageError(
             "--multitask takes its tasks and envs from --dataset: drop --env and the image options"
         )

@@ -105,6 +105,22 @@ def test_dmc_pixels_render_the_camera_as_flat_unit_floats():
     env.close()
 
 
+def test_dmc_pixels_with_proprio_append_the_state_after_the_image():
+    """``proprio=True``: the image, then the task's state features (a mixed observation); the
+    tail is what the state-only env gives for the same seed."""
+    env = make_env("dmc:cartpole-swingup", n_envs=2, pixels=True, proprio=True)
+    state = make_env("dmc:cartpole-swingup", n_envs=2)
+    assert env.spec.mixed and env.spec.vector_dim == state.spec.obs_dim == 5
+    assert env.spec.observation_shape == (12288 + 5,)
+    obs, want = env.reset(seed=3).obs, state.reset(seed=3).obs
+    np.testing.assert_allclose(obs[:, 12288:], want, rtol=1e-6)
+    assert 0.0 <= obs[:, :12288].min() and obs[:, :12288].max() <= 1.0
+    action = np.full((2, 1), 0.5)
+    np.testing.assert_allclose(env.step(action).obs[:, 12288:], state.step(action).obs, rtol=1e-6)
+    env.close()
+    state.close()
+
+
 def test_pixels_only_for_dm_control():
     with pytest.raises(ValueError, match="pixels= renders dm_control cameras"):
         make_env("Pendulum-v1", pixels=True)

@@ -192,3 +192,23 @@ def test_dreamerv3_trains_from_rendered_dm_control_pixels():
     assert replay.rows["obs"].dtype == jnp.uint8 and replay.rows["obs"].shape[-1] == 12288
     assert int(result.state.agent.updates) >= 2
     assert np.all(np.isfinite(result.metrics["loss/rec"]))
+
+
+@pytest.mark.slow  # ~2-4 CPU min, as above
+def test_dreamerv3_trains_from_dm_control_pixels_with_proprio():
+    """``proprio=True``: the host replay keeps the frames as bytes beside the float state, and
+    the world model reads and reconstructs both."""
+    cfg = DreamerV3Config.preset(
+        "1m", batch_size=2, batch_length=4, train_ratio=16.0, eval_freq=30, eval_episodes=1
+    )
+    algo = DreamerV3("dmc:cartpole-swingup", cfg, pixels=True, proprio=True,
+                     max_episode_steps=10)  # fmt: skip
+    result = algo.train(seed=0, total_steps=30, n_seeds=1)
+    obs = result.state.replay.rows["obs"]
+    assert obs["image"].dtype == jnp.uint8 and obs["image"].shape[-1] == 12288
+    assert obs["vector"].shape[-1] == 5 and int(result.state.agent.updates) >= 2
+    assert np.all(np.isfinite(result.metrics["loss/rec"]))
+    from ajax.training.video import record_episode
+
+    frames = record_episode(algo, result.state.agent, jax.random.PRNGKey(0), max_frames=3)
+    assert frames.shape == (3, 64, 64, 3)  # the image part of each observation

@@ -197,25 +197,28 @@ class DMCSimulator:
     agent steps. With ``pixels`` the observation is the task's camera rendered at
     ``size`` x ``size`` RGB, as floats in [0, 1] (camera 2 for quadruped, else 0: the camera
     DreamerV3's and TD-MPC2's DMC-vision runs use); headless machines render through OSMesa
-    or EGL (:func:`~ajax.environments.host.headless_gl`).
+    or EGL (:func:`~ajax.environments.host.headless_gl`). ``proprio`` appends the state
+    features after the image (a mixed observation, as the official DreamerV3's dmc env gives
+    ``image`` beside the task's state keys).
     """
 
     def __init__(self, domain: str, task: str, max_episode_steps: int, seed: int = 0,
-                 pixels: bool = False, size: int = 64):  # fmt: skip
+                 pixels: bool = False, size: int = 64, proprio: bool = False):  # fmt: skip
         from dm_control import suite
 
         kwargs = {"random": seed, "time_limit": float("inf")}
         self.env = suite.load(domain, task, task_kwargs=kwargs)
         self.limit = max_episode_steps
         self.t = 0
-        self.pixels, self.size = pixels, size
+        self.pixels, self.size, self.proprio = pixels, size, proprio
         self.camera = 2 if domain == "quadruped" else 0
 
     def _obs(self, ts) -> np.ndarray:
         if not self.pixels:
             return _flat(ts.observation)
         frame = self.env.physics.render(self.size, self.size, camera_id=self.camera)
-        return (np.asarray(frame, np.float32) / 255.0).ravel()
+        image = (np.asarray(frame, np.float32) / 255.0).ravel()
+        return np.concatenate([image, _flat(ts.observation)]) if self.proprio else image
 
     def reset(self, seed: int | None) -> np.ndarray:
         if seed is not None:
@@ -285,9 +288,11 @@ def make_dmc(
     action_repeat: int = 1,
     max_episode_steps: int | None = None,
     pixels: bool = False,
+    proprio: bool = False,
 ) -> HostVecEnv:
     """``n_envs`` copies of ``dm_control.suite.load(domain, task)``; env ``i`` seeded ``i``;
-    ``pixels``: 64 x 64 RGB camera images instead of the state features."""
+    ``pixels``: 64 x 64 RGB camera images instead of the state features; ``proprio`` (with
+    ``pixels``): the state features after the image."""
     from dm_control import suite
 
     probe = suite.load(domain, task)
@@ -295,7 +300,8 @@ def make_dmc(
     limit = max_episode_steps or int(round(probe._step_limit))
     spec = probe.action_spec()
     size = 64
-    obs_shape = (size * size * 3,) if pixels else _flat(probe.reset().observation).shape
+    state_dim = _flat(probe.reset().observation).shape[0]
+    obs_shape = (size * size * 3 + state_dim * proprio,) if pixels else (state_dim,)
     env_spec = EnvSpec(
         env_id=f"dmc:{domain}-{task}",
         family="dmc",
@@ -306,5 +312,5 @@ def make_dmc(
         dt=float(probe.control_timestep()),
     )
     probe.close()
-    sims = [DMCSimulator(domain, task, limit, i, pixels, size) for i in range(n_envs)]
+    sims = [DMCSimulator(domain, task, limit, i, pixels, size, proprio) for i in range(n_envs)]
     return HostVecEnv(sims, env_spec, action_repeat)

@@ -29,6 +29,11 @@ def _image_shape(env, wrapper: str) -> tuple[int, int, int]:
             f"{wrapper} needs image observations; {env.spec.env_id!r} gives vectors of shape "
             f"{env.spec.observation_shape}: drop it, or pick an image env (e.g. Breakout-MinAtar)"
         )
+    if env.spec.mixed:
+        raise ValueError(
+            f"{wrapper} acts on image-only observations; {env.spec.env_id!r} also gives "
+            f"{env.spec.vector_dim} vector features: drop {wrapper} or proprio"
+        )
     return shape
 
 

@@ -41,8 +41,9 @@ ATARI_NOTE = (
     "(DreamerV3's Atari settings; --grayscale for one channel); agents: dreamerv3, dqn, pqn"
 )
 DMC_PIXELS = (
-    "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)); "
-    "headless rendering needs OSMesa (libosmesa6, installed by `make`) or EGL; agents: dreamerv3"
+    "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)), "
+    "followed by the state with --proprio; headless rendering needs OSMesa (libosmesa6, "
+    "installed by `make`) or EGL; agents: dreamerv3, tdmpc2 (images only)"
 )
 
 

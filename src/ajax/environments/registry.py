@@ -77,6 +77,8 @@ class EnvConfig:
       grayscale: image envs: RGB to one luma channel (atari: Pillow's "L" conversion).
       frame_stack: image envs: stack the last k frames on the channel axis (1: none).
       pixels: dmc only: 64 x 64 RGB camera images as the observation (``image_shape`` set).
+      proprio: dmc with ``pixels`` only: the task's state features after the image (a mixed
+        observation, ``spec.vector_dim`` of them; DreamerV3 reads both).
       backend: brax only: the physics pipeline (default ``generalized``).
       config_overrides: playground only: merged over ``{"impl": "jax"}``.
     """
@@ -94,6 +96,7 @@ class EnvConfig:
     grayscale: bool = False
     frame_stack: int = 1
     pixels: bool = False
+    proprio: bool = False
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
@@ -123,6 +126,11 @@ class EnvConfig:
             raise ValueError(
                 f"pixels= renders dm_control cameras (dmc:<domain>-<task>); {family} envs "
                 "have no renderer here: drop it (MinAtar ids already give images)"
+            )
+        if self.proprio and not self.pixels:
+            raise ValueError(
+                "proprio= adds the state features to rendered images: add pixels= (dmc ids), "
+                "or drop proprio (without pixels the observation is the state already)"
             )
         if self.pid_dt is not None and self.pid_error_fn is None:
             raise ValueError("pid_dt= needs pid_error_fn=")
@@ -282,7 +290,7 @@ def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
         env = make_atari(name, n, limit, config.grayscale)
     else:
         domain, _, task = name.partition("-")
-        env = make_dmc(domain, task, n, repeat, limit, config.pixels)
+        env = make_dmc(domain, task, n, repeat, limit, config.pixels, config.proprio)
     if config.frame_stack != 1:
         env = HostFrameStack(env, config.frame_stack)
     if config.rescale_actions:

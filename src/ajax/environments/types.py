@@ -93,8 +93,10 @@ class EnvSpec:
         ``None`` for a single unbatched env.
       raw_obs_prefix: leading observation entries that observation normalisers must leave raw
         (the PID error terms of :class:`~ajax.environments.pid_terms.PIDTermsWrapper`).
-      image_shape: ``(H, W, C)`` when the flat observation is an image (gymnax MinAtar's channel
-        images), packed first in NHWC order; networks then encode it with convolutions.
+      image_shape: ``(H, W, C)`` when the flat observation holds an image (gymnax MinAtar's
+        channel images), packed first in NHWC order; networks then encode it with convolutions.
+        Entries after the image are vector features (mixed observations, e.g. rendered
+        dm_control with its proprioceptive state): :attr:`vector_dim` of them.
     """
 
     env_id: str
@@ -110,6 +112,18 @@ class EnvSpec:
     @property
     def obs_dim(self) -> int:
         return int(np.prod(self.observation_shape))
+
+    @property
+    def vector_dim(self) -> int:
+        """Vector features of an observation: all of them without an image, else those after it."""
+        if self.image_shape is None:
+            return self.obs_dim
+        return self.obs_dim - int(np.prod(self.image_shape))
+
+    @property
+    def mixed(self) -> bool:
+        """An image and vector features in one observation."""
+        return self.image_shape is not None and self.vector_dim > 0
 
     @property
     def discrete(self) -> bool:

@@ -95,6 +95,7 @@ class Algorithm:
     continuous: ClassVar[bool] = True
     discrete: ClassVar[bool] = False
     images: ClassVar[bool] = False  # has an image encoder (else image envs are refused)
+    mixed: ClassVar[bool] = False  # reads an image with vector features (spec.mixed)
     # runs on the shared replay loop, whose env and update batches split over devices
     data_parallel: ClassVar[bool] = False
 
@@ -254,12 +255,19 @@ def n_chunks_for(total_steps: int, steps_per_chunk: int) -> int:
 
 
 def check_observations(algo: Algorithm, env_id: str) -> None:
-    """Image envs only for agents with an image encoder (a flat MLP over pixels is refused)."""
-    shape = algo.env.spec.image_shape
+    """Image envs only for agents with an image encoder (a flat MLP over pixels is refused);
+    an image with vector features only for agents that read both."""
+    spec = algo.env.spec
+    shape = spec.image_shape
     if shape is not None and not algo.images:
         raise ValueError(
             f"{algo.name} has no image encoder but {env_id!r} gives images {shape}: use "
             "dreamerv3, dqn or pqn on it, or a vector env (drop --pixels for dmc: ids)"
+        )
+    if spec.mixed and not algo.mixed:
+        raise ValueError(
+            f"{algo.name} reads image-only observations but {env_id!r} gives images {shape} "
+            f"with {spec.vector_dim} vector features: drop --proprio, or use dreamerv3"
         )
 
 

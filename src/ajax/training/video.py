@@ -8,6 +8,7 @@ one channel is grey, three are RGB. Small frames are enlarged (nearest) to at le
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -75,10 +76,11 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
     else:
         ts = env.reset(seed=0)
     carry, frames, no = policy.init(1), [], jnp.zeros((1,), bool)
+    size = math.prod(image_shape)  # a mixed observation's vector features follow the image
     first, reward = jnp.ones((1,), bool), jnp.zeros((1,), jnp.float32)
     try:
         for _ in range(max_frames):
-            frames.append(np.asarray(ts.obs[0]).reshape(image_shape))
+            frames.append(np.asarray(ts.obs[0, :size]).reshape(image_shape))
             key, k_act, k_env = jax.random.split(key, 3)
             tick = Tick(jnp.asarray(ts.obs), reward, first, no, no)
             action, carry = act(agent_state, carry, tick, k_act, True)
@@ -86,7 +88,7 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
             ts = step(k_env, ts.state, env_action) if algo.is_jax else env.step(
                 np.asarray(env_action))  # fmt: skip
             if bool(np.asarray(ts.terminated | ts.truncated)[0]):
-                frames.append(np.asarray(ts.final_obs[0]).reshape(image_shape))
+                frames.append(np.asarray(ts.final_obs[0, :size]).reshape(image_shape))
                 break
             first, reward = no, jnp.asarray(ts.reward, jnp.float32)
     finally:

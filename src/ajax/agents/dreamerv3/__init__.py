@@ -68,6 +68,7 @@ class DreamerV3(ReplayAlgorithm):
     continuous = True
     discrete = True
     images = True  # the CNN encoder and decoder of conv.py
+    mixed = True  # an image with vector features: both paths (mixed.py)
     host_wrap = HostExplicitReset  # hold ticks on host simulators too
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
@@ -85,6 +86,7 @@ class DreamerV3(ReplayAlgorithm):
             )
         if spec.image_shape is not None:
             image_stages(*spec.image_shape[:2])  # refuses images too small for the CNN
+        self.policy()  # builds the modules: refuses enc_spaces/dec_spaces that select nothing
         if self.is_jax:
             self.train_env = ExplicitReset(self.env)
 

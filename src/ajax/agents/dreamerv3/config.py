@@ -8,6 +8,7 @@ presets change the widths only: RSSM deter / hidden / classes and the MLP units 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from ajax.agents.dreamerv3.networks import RSSMConfig
 from ajax.distributional import TwoHot
@@ -25,6 +26,14 @@ MODEL_SIZES: dict[str, tuple[int, int, int, int]] = {
     "200m": (8192, 1024, 64, 1024),
     "400m": (12288, 1536, 96, 1536),
 }
+
+
+def _is_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except (re.error, TypeError):
+        return False
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +76,11 @@ class DreamerV3Config(LoopConfig):
         scale_*: loss scales (configs.yaml loss_scales: rec, rew, con, dyn 1; rep 0.1;
             policy, value 1; repval 0.3).
         minstd, maxstd: bounded-normal std range of continuous policies.
+        enc_spaces, dec_spaces: which parts of a mixed observation (an image with vector
+            features) the encoder reads and the decoder predicts, a regular expression over
+            "image" and "vector" (configs.yaml ``enc.spaces`` / ``dec.spaces``; ``".*"``: both;
+            the reference's DMC-vision runs use "image"). Observations of one part need ".*"
+            or that part's name.
         action_repeat: env steps per agent step (configs.yaml ``env.dmc.repeat`` is 2 for
             DMC; 1 elsewhere here). Applied to the env id; ``--steps`` then counts agent steps.
     """
@@ -112,6 +126,8 @@ class DreamerV3Config(LoopConfig):
     maxstd: float = 1.0
     eval_episodes: int = 4
     action_repeat: int = 1
+    enc_spaces: str = ".*"
+    dec_spaces: str = ".*"
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),
@@ -174,6 +190,9 @@ class DreamerV3Config(LoopConfig):
         require(self, self.arch.deter % self.blocks == 0, "blocks",
                 f"a divisor of deter ({self.arch.deter})")  # fmt: skip
         require(self, self.bins % 2 == 1 and self.bins >= 3, "bins", "odd and >= 3 (two-hot)")
+        for name in ("enc_spaces", "dec_spaces"):
+            require(self, _is_regex(getattr(self, name)), name, "a regular expression",
+                    "e.g. '.*' (every part) or 'image'")  # fmt: skip
 
     @classmethod
     def preset(cls, size: str, **overrides) -> DreamerV3Config:

@@ -137,5 +137,9 @@ class ConvDecoder(nn.Module):
         return x.reshape(*lead, h, w, channels)
 
     def loss(self, recon: jax.Array, obs: jax.Array) -> jax.Array:
-        """Squared error summed over pixels and channels against the observed pixels [...]."""
-        return jnp.sum(jnp.square(recon - pixels(obs, self.image_shape)), axis=(-3, -2, -1))
+        return image_loss(recon, obs, self.image_shape)
+
+
+def image_loss(recon: jax.Array, obs: jax.Array, image_shape: tuple[int, int, int]) -> jax.Array:
+    """Squared error summed over pixels and channels against the observed pixels [...]."""
+    return jnp.sum(jnp.square(recon - pixels(obs, image_shape)), axis=(-3, -2, -1))

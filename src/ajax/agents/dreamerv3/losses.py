@@ -31,7 +31,7 @@ sg = jax.lax.stop_gradient
 class Batch(flax.struct.PyTreeNode):
     """B sequences of T replayed rows (batch-major); ``prev_action[:, t]`` led to ``obs[:, t]``."""
 
-    obs: jax.Array
+    obs: jax.Array | dict  # a mixed observation's {"image", "vector"} (mixed.py)
     prev_action: jax.Array
     reward: jax.Array
     is_first: jax.Array

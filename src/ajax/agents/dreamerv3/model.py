@@ -15,6 +15,7 @@ features); images go through the CNNs of :mod:`~ajax.agents.dreamerv3.conv`. Eve
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import flax.linen as nn
 import jax
@@ -22,56 +23,19 @@ import jax.numpy as jnp
 
 from ajax.agents.dreamerv3.config import DreamerV3Config
 from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder
+from ajax.agents.dreamerv3.mixed import (
+    MixedDecoder,
+    MixedEncoder,
+    observation_parts,
+    select_parts,
+)
+from ajax.agents.dreamerv3.mlp import INIT, Encoder, MLPHead, VectorDecoder
 from ajax.agents.dreamerv3.networks import RSSM
 from ajax.agents.dreamerv3.policy import BoundedNormalHead, UnimixCategorical
 from ajax.agents.dreamerv3.rssm import RSSMState, initial_state
-from ajax.distributional import symlog
 from ajax.networks.blocks import NormedMLP, linear
 
-_INIT = "trunc_normal_fan_in"
 MODULES = ("enc", "dyn", "dec", "rew", "con", "pol", "val")
-
-
-class MLPHead(nn.Module):
-    """NormedMLP.dreamerv3(layers, units) then Linear(out) at ``outscale`` (heads.py MLPHead)."""
-
-    layers: int
-    units: int
-    out: int
-    outscale: float
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        h = NormedMLP.dreamerv3(self.layers, self.units)(x)
-        return linear(self.out, _INIT, outscale=self.outscale, name="out")(h)
-
-
-class Encoder(nn.Module):
-    """symlog(obs) -> NormedMLP.dreamerv3(layers, units): the tokens the posterior sees."""
-
-    layers: int
-    units: int
-
-    @property
-    def token_dim(self) -> int:
-        return self.units
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        return NormedMLP.dreamerv3(self.layers, self.units)(symlog(jnp.asarray(obs, jnp.float32)))
-
-    @staticmethod
-    def stored(obs: jax.Array) -> jax.Array:
-        """What the replay keeps of an observation: float32 features."""
-        return obs.astype(jnp.float32)
-
-
-class VectorDecoder(MLPHead):
-    """The vector decoder: an MLP head predicting symlog(obs) (rssm.py Decoder, vector keys)."""
-
-    def loss(self, recon: jax.Array, obs: jax.Array) -> jax.Array:
-        """Symlog squared error summed over features (the reference's symlog MSE)."""
-        return jnp.sum(jnp.square(recon - jax.lax.stop_gradient(symlog(obs))), axis=-1)
 
 
 class Actor(nn.Module):
@@ -89,7 +53,7 @@ class Actor(nn.Module):
     def __call__(self, x: jax.Array):
         h = NormedMLP.dreamerv3(self.layers, self.units)(x)
         if self.discrete:
-            logits = linear(self.action_dim, _INIT, outscale=0.01, name="out")(h)
+            logits = linear(self.action_dim, INIT, outscale=0.01, name="out")(h)
             return UnimixCategorical.create(logits, self.unimix)
         return BoundedNormalHead(self.action_dim, self.minstd, self.maxstd, name="out")(h)
 
@@ -99,8 +63,8 @@ class Nets:
     """The agent's modules (static): build with :meth:`create`, apply with :meth:`apply`."""
 
     rssm: RSSM
-    enc: Encoder | ConvEncoder
-    dec: VectorDecoder | ConvDecoder
+    enc: Encoder | ConvEncoder | MixedEncoder
+    dec: VectorDecoder | ConvDecoder | MixedDecoder
     rew: MLPHead
     con: MLPHead
     pol: Actor
@@ -112,14 +76,24 @@ class Nets:
         image_shape: tuple[int, int, int] | None = None,
     ) -> Nets:  # fmt: skip
         """The modules for ``obs_dim`` features, or for images of ``image_shape`` (H, W, C):
-        the CNN encoder and decoder (:mod:`~ajax.agents.dreamerv3.conv`) at the preset's depth."""
-        u = cfg.arch.units
+        the CNN encoder and decoder (:mod:`~ajax.agents.dreamerv3.conv`) at the preset's depth.
+        An image followed by vector features (``obs_dim`` past the image) takes the mixed
+        modules (:mod:`~ajax.agents.dreamerv3.mixed`) over the parts ``cfg.enc_spaces`` and
+        ``cfg.dec_spaces`` select; ValueError when they select none."""
+        u, depth, deter = cfg.arch.units, cfg.arch.depth, cfg.arch.deter
+        vector_dim = obs_dim - (math.prod(image_shape) if image_shape is not None else 0)
+        available = observation_parts(image_shape, vector_dim)
+        enc_parts = select_parts(cfg.enc_spaces, available, "enc_spaces")
+        dec_parts = select_parts(cfg.dec_spaces, available, "dec_spaces")
         if image_shape is None:
             enc, dec = Encoder(cfg.enc_layers, u), VectorDecoder(cfg.dec_layers, u, obs_dim, 1.0)
-        else:
-            depth, deter = cfg.arch.depth, cfg.arch.deter
+        elif len(available) == 1:
             enc = ConvEncoder(tuple(image_shape), depth)
             dec = ConvDecoder(tuple(image_shape), depth, u, deter)
+        else:
+            shape = tuple(image_shape)
+            enc = MixedEncoder(shape, depth, cfg.enc_layers, u, enc_parts)
+            dec = MixedDecoder(shape, vector_dim, depth, cfg.dec_layers, u, deter, dec_parts)
         return cls(
             rssm=RSSM(cfg.rssm(action_dim, discrete)),
             enc=enc,

@@ -75,7 +75,8 @@ def split_window(cfg: DreamerV3Config, rows: dict, discrete: bool) -> tuple[Batc
         zero = jnp.zeros_like(rows["action"][:, :1])
         prev = jnp.concatenate([zero, rows["action"][:, :-1]], axis=1)
     batch = Batch(
-        obs=rows["obs"][:, k:],  # as stored: float32 features or uint8 pixels
+        # as stored: float32 features, uint8 pixels, or a mixed observation's dict of both
+        obs=jax.tree.map(lambda x: x[:, k:], rows["obs"]),
         prev_action=prev if discrete else prev.astype(jnp.float32),
         reward=rows["reward"][:, k:],
         is_first=rows["is_first"][:, k:],
