@@ -176,6 +176,9 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "dreamerv3", "--env", "Breakout-MinAtar", "--dec-spaces", "("],
          "dec_spaces = '(' is invalid: it must be a regular expression"),
         (["train", "ppo", "--env", "Breakout-MinAtar"], "ppo has no image encoder"),
+        (["train", "sac", "--env", "gymnasium:Pendulum-v1", "--seed-batching", "map"],
+         "--seed-batching map is for JAX envs"),
+        (["train", "sac", "--seed-batching", "loop"], "invalid value 'loop' for --seed-batching: it takes one of vmap, map"),
         (["train", "tdmpc2", "--env", "dmc:cartpole-swingup", "--pixels", "--model-size", "1"],
          "pixel encoder gives 512 features"),
         (["frobnicate"], "unknown command 'frobnicate'"),
@@ -188,7 +191,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "asac-gamma", "apo-gamma", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
         "config-field", "config-value", "replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
-        "proprio-without-pixels", "enc-spaces-none", "dec-spaces-regex", "ppo-images", "tdmpc2-pixels", "command", "eval-usage",
+        "proprio-without-pixels", "enc-spaces-none", "dec-spaces-regex", "ppo-images",
+        "seed-batching-host", "seed-batching-value", "tdmpc2-pixels", "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):

@@ -86,6 +86,7 @@ def _slug(env: str) -> str:
 
 def cmd_train(argv: list[str]) -> int:
     from ajax.training.run import RunSpec, execute, prepare_run_dir
+    from ajax.training.sharding import check_batching
 
     if argv and argv[0] in ("-h", "--help"):
         print(f"usage: ajax train AGENT --env ID [options]; agents: {', '.join(_agents())}")
@@ -134,6 +135,7 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     try:
         algo.mesh(devices, args.n_seeds, args.parallel)
+        check_batching(args.seed_batching, algo.is_jax)
         algo.check_memory(args.steps, args.n_seeds, devices, args.parallel)
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -155,6 +157,7 @@ def cmd_train(argv: list[str]) -> int:
         wandb_project=args.wandb_project,
         devices=devices,
         parallel=args.parallel,
+        seed_batching=args.seed_batching,
     )
     if not is_primary():
         return 0
@@ -199,8 +202,10 @@ def _config_from(agent: str, values: dict):
 
 def cmd_resume(argv: list[str]) -> int:
     from ajax.training.run import execute, load_spec
+    from ajax.training.sharding import check_batching
 
-    usage = "usage: ajax resume DIR [--devices D] [--parallel seeds|data] [--ignore-version]"
+    usage = ("usage: ajax resume DIR [--devices D] [--parallel seeds|data] "
+             "[--seed-batching vmap|map] [--ignore-version]")  # fmt: skip
     positional, flags = split_positional(argv, ResumeArgs)
     if len(positional) != 1:
         raise UsageError(usage)
@@ -213,6 +218,7 @@ def cmd_resume(argv: list[str]) -> int:
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config), spec.env_options)
     try:
         algo.mesh(devices, spec.n_seeds, args.parallel)
+        check_batching(args.seed_batching, algo.is_jax)
     except ValueError as err:
         raise UsageError(str(err)) from err
     summary, _ = execute(
@@ -223,6 +229,7 @@ def cmd_resume(argv: list[str]) -> int:
         ignore_version=args.ignore_version,
         devices=devices,
         parallel=args.parallel,
+        seed_batching=args.seed_batching,
     )
     if is_primary():
         _report(summary, out)

@@ -17,6 +17,8 @@ class PlacementArgs:
         devices: devices to spread the run over (default: 1; a multi-process run: all).
         parallel: "seeds" splits the vmapped seeds over the devices; "data" splits one run's
             env and update batches (replay agents).
+        seed_batching: "vmap" batches the seeds in one program; "map" runs them one after
+            another, each bitwise the seed trained alone on any device layout (JAX envs).
         coordinator: HOST:PORT of process 0 of a multi-process run (or JAX_COORDINATOR_ADDRESS).
         num_processes: processes of the run (or JAX_NUM_PROCESSES).
         process_id: this process (or JAX_PROCESS_ID).
@@ -25,6 +27,7 @@ class PlacementArgs:
 
     devices: int | None = None
     parallel: Literal["seeds", "data"] = "seeds"
+    seed_batching: Literal["vmap", "map"] = "vmap"
     coordinator: str | None = None
     num_processes: int | None = None
     process_id: int | None = None

@@ -6,7 +6,12 @@ leaves agree to float32 rounding (parameters within 1e-4, eval returns within 1e
 a run directory checkpointed on 4 devices resumes on 1 and on 2 and ends where it ended. Not
 bitwise: XLA's CPU backend compiles a partitioned program (and a different seed batch) into
 different kernels; see ``ajax.training.sharding``. A device holding one seed runs it
-unbatched (``sharding.per_seed``), so that seed's whole state is bitwise the seed run alone.
+unbatched (``sharding.per_seed``), so that seed's whole state is bitwise the seed run alone;
+with ``seed_batching="map"`` every seed runs unbatched, and the run is bitwise the same on
+1, 2 and 4 devices. That holds for SAC, PPO and TD-MPC2 (all but a logged metric, see
+``sharded_runs._bitwise_equal``). DreamerV3's does not: its parameters after 100 steps differ
+by up to 4e-9 between a seed run alone and the same seed on a device of a sharded run (so
+``shard_map``'s compiled program itself rounds differently there), within the tolerance.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import pytest
 from tests.training.sharded import measure
 
 from ajax.cli import main
+
+# agents whose seeds are bitwise the same in every layout (measured; DreamerV3 is not)
+BITWISE = {"sac", "ppo", "tdmpc2"}
 
 
 @pytest.mark.parametrize(
@@ -32,7 +40,11 @@ def test_seeds_sharded_over_four_devices_match_one_device(agent, tmp_path):
     assert r["devices"] == 4
     assert r["sharded_leaves"] == r["leaves"] and r["shard_seeds"] == [1]
     assert r["ints_equal"]
-    assert r["alone_bitwise"]  # a device holding one seed runs it as that seed alone
+    if agent in BITWISE:
+        assert r["alone_bitwise"]  # a device holding one seed runs it as that seed alone
+        # seeds run one after another (seed_batching="map"): bitwise on 1, 2 and 4 devices
+        assert r["map_one_device_bitwise"] and r["map_two_devices_bitwise"]
+    assert r["map_diff"] < 1e-4, r["map_diff"]
     assert r["param_diff"] < 1e-4, r["param_diff"]
     np.testing.assert_allclose(r["eval_four"], r["eval_one"], rtol=1e-4, atol=1e-4)
     for devices in (1, 2):

@@ -21,6 +21,7 @@ from ajax.training.memory import check_replay_fits, device_bytes
 from ajax.training.sharding import (
     CHUNKS_THEN_SEEDS,
     SEEDS,
+    check_batching,
     device_mesh,
     mesh_context,
     over_seeds,
@@ -47,12 +48,14 @@ class TrainResult(NamedTuple):
     metrics: dict
 
 
-def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | None = None):
+def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | None = None,
+               batching: str = "vmap"):  # fmt: skip
     """``states -> (states, records)``: ``num_chunks`` chunks of every seed (leading axis) in one
-    scan; each chunk's records reach ``on_record`` on the host as the jitted run goes."""
+    scan, the seeds batched as ``batching`` says (:func:`~ajax.training.sharding.per_seed`);
+    each chunk's records reach ``on_record`` on the host as the jitted run goes."""
 
     def body(states, _):
-        states, record = per_seed(run_chunk)(states)
+        states, record = per_seed(run_chunk, batching)(states)
         if on_record is not None:
             jax.debug.callback(on_record, record, ordered=True)
         return states, record
@@ -63,14 +66,15 @@ def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | N
     return segment
 
 
-def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None):
+def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None,
+                  batching: str = "vmap"):  # fmt: skip
     """The jitted :func:`segment_fn` over every seed, sharded over ``mesh`` when given
     (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
     vmapped init from keys). Returns a host callable ``x -> (states, records)``. Records reach
     ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
     callback inside ``shard_map`` would see one device's block of seeds only (and an ordered
     callback is refused in a program partitioned over several devices)."""
-    segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None)
+    segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None, batching)
     body = segment if prepare is None else (lambda x: segment(prepare(x)))
     jitted = jax.jit(over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
 
@@ -208,21 +212,24 @@ class Algorithm:
         on_record=None,
         devices: int | None = None,
         parallel: str = "seeds",
+        seed_batching: str = "vmap",
     ) -> TrainResult:
         """Train ``n_seeds`` seeds (vmapped) from ``seed`` for ``total_steps`` env steps each;
         ``devices`` spreads the run over that many devices, by seed (``parallel="seeds"``) or
-        by env and update batch (``"data"``; :mod:`ajax.training.sharding`)."""
+        by env and update batch (``"data"``; :mod:`ajax.training.sharding`).
+        ``seed_batching="map"`` runs the seeds one after another instead of vmapped, so that
+        each is bitwise the seed trained alone (:func:`~ajax.training.sharding.per_seed`)."""
         check_steps(total_steps)
         check_seeds(seed, n_seeds)
+        check_batching(seed_batching, self.is_jax)
         self.check_memory(total_steps, n_seeds, devices, parallel)
         mesh = self.mesh(devices, n_seeds, parallel)
         if not self.is_jax:
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
-        run = seeds_segment(
-            chunks.run_chunk, chunks.n_chunks, on_record, mesh, prepare=per_seed(chunks.init)
-        )
+        run = seeds_segment(chunks.run_chunk, chunks.n_chunks, on_record, mesh,
+                            prepare=per_seed(chunks.init, seed_batching), batching=seed_batching)  # fmt: skip
         states, records = run(shard_seeds(keys, mesh))
         states = to_host(states)  # whole on every process of a multi-process run
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]

@@ -30,7 +30,7 @@ from ajax.training.io import (
     write_json_atomic,
 )
 from ajax.training.logger import RunLogger
-from ajax.training.sharding import mesh_context, over_seeds, shard_seeds
+from ajax.training.sharding import check_batching, mesh_context, over_seeds, per_seed, shard_seeds
 from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
@@ -199,7 +199,7 @@ def _quiet(message: str) -> None:
     del message
 
 
-def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None):
+def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None, batching="vmap"):
     """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
     losses or parameters went non-finite is not checkpointed (:class:`Diverged`). Sharded over
     ``mesh``, a segment's records are logged when it returns (a callback sees one block). Over
@@ -210,7 +210,7 @@ def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None):
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
-            segments[n] = seeds_segment(chunks.run_chunk, n, logger, mesh)
+            segments[n] = seeds_segment(chunks.run_chunk, n, logger, mesh, batching=batching)
         state, records = segments[n](state)
         jax.block_until_ready(state)
         whole = to_host(state)
@@ -245,6 +245,7 @@ def execute(
     ignore_version: bool = False,
     devices: int | None = None,
     parallel: str = "seeds",
+    seed_batching: str = "vmap",
 ) -> tuple[dict[str, Any], Any]:
     """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``.
 
@@ -253,18 +254,21 @@ def execute(
     this spec, and cuts ``metrics.jsonl`` back to that checkpoint's step (to 0 without one).
     ``devices`` spreads the run over that many devices, by seed or, with ``parallel="data"``,
     by env and update batch; neither is part of the run's identity (a checkpoint is host
-    arrays, so a run saved on 4 devices resumes on any device count that fits the layout).
+    arrays, so a run saved on 4 devices resumes on any device count that fits the layout), and
+    nor is ``seed_batching`` (:func:`~ajax.training.sharding.per_seed`).
     """
     seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
     mesh = algo.mesh(devices, spec.n_seeds, parallel)
+    check_batching(seed_batching, algo.is_jax)
     if algo.is_jax:
         chunks = algo.make_chunks(spec.steps)
         keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
         with mesh_context(mesh):
-            state = jax.jit(over_seeds(jax.vmap(chunks.init), mesh))(keys)
+            init = per_seed(chunks.init, seed_batching)
+            state = jax.jit(over_seeds(init, mesh))(keys)
         per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
     else:
         run = algo.host_run(spec.steps, seeds)
@@ -305,7 +309,8 @@ def execute(
     )
     try:
         if algo.is_jax:
-            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh)
+            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh,
+                             seed_batching)  # fmt: skip
         else:
             run.state = state
             if done_chunks:

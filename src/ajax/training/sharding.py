@@ -9,7 +9,8 @@ Two layouts, one 1-D mesh each (``--parallel``):
   what the same block gives run alone on one device (a block of one seed: that seed alone, see
   :func:`per_seed`); against one device holding all ``n_seeds`` they agree to float rounding
   only, because XLA's CPU backend compiles a different seed batch into different kernels (see
-  ``tests/training/test_reproducibility.py``).
+  ``tests/training/test_reproducibility.py``). With ``--seed-batching map`` every seed runs
+  unbatched, so each is bitwise the seed alone on every layout.
 - **data** (axis "data"): one run's state is replicated on every device, and the shared loop
   and replay mark the env batch (:func:`constrain_data` in ``training.loop``) and the sampled
   update batch (``off_policy``, ``buffers.sequence``) as split over the devices. jit's sharding
@@ -93,23 +94,44 @@ def over_seeds(fn, mesh: Mesh | None, out_specs: Any = SEEDS):
     return jax.shard_map(fn, mesh=mesh, in_specs=SEEDS, out_specs=out_specs, check_vma=False)
 
 
-def per_seed(fn):
-    """``fn`` mapped over the leading seed axis of its arguments and results: ``jax.vmap``, but
-    one seed runs unbatched (its axis dropped, then restored).
+SEED_BATCHING = ("vmap", "map")
 
-    XLA's CPU backend compiles a batch-1 vmap into batched kernels that are much slower than the
-    plain ones: PQN on CartPole-v1 (32 envs, 262,144 steps) took 2.31 s vmapped over one seed
-    and 1.31 s unbatched, same results to float rounding (``benchmarks/model_free_speed.py``).
-    Under :func:`over_seeds` a device's block of one seed runs unbatched too, so it is bitwise
-    that seed run alone.
+
+def check_batching(batching: str, is_jax: bool = True) -> None:
+    """ValueError naming the fix for an unknown ``batching``, or ``"map"`` on a host env."""
+    if batching not in SEED_BATCHING:
+        raise ValueError(f"--seed-batching must be one of {SEED_BATCHING}, got {batching!r}")
+    if batching == "map" and not is_jax:
+        raise ValueError(
+            "--seed-batching map is for JAX envs (one jitted run); host runs vmap their seeds: "
+            "drop it"
+        )
+
+
+def per_seed(fn, batching: str = "vmap"):
+    """``fn`` mapped over the leading seed axis of its arguments and results: ``jax.vmap``, but
+    one seed runs unbatched (its axis dropped, then restored); with ``batching="map"`` every
+    seed runs unbatched, one after another (``jax.lax.map``).
+
+    XLA's CPU backend compiles a batched program into other kernels than the unbatched one, so
+    seed k of a vmapped run agrees with seed k run alone to float rounding only; a batch-1 vmap
+    is also much slower than the plain program (PQN on CartPole-v1, 32 envs, 262,144 steps:
+    2.31 s vmapped over one seed, 1.31 s unbatched; ``benchmarks/model_free_speed.py``).
+    ``"map"`` gives up the batching for exactness: each seed is bitwise the seed run alone, on
+    one device or sharded by :func:`over_seeds` over any number (tests/training/
+    test_reproducibility.py). Under :func:`over_seeds` a device's block of one seed runs
+    unbatched either way.
     """
+    check_batching(batching)
 
     def mapped(*args):
         sizes = {x.shape[0] for x in jax.tree.leaves(args)}
-        if sizes != {1}:
-            return jax.vmap(fn)(*args)
-        out = fn(*jax.tree.map(lambda x: x[0], args))
-        return jax.tree.map(lambda x: x[None], out)
+        if sizes == {1}:
+            out = fn(*jax.tree.map(lambda x: x[0], args))
+            return jax.tree.map(lambda x: x[None], out)
+        if batching == "map":
+            return jax.lax.map(lambda a: fn(*a), args)
+        return jax.vmap(fn)(*args)
 
     return mapped
 
