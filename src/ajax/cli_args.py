@@ -90,13 +90,17 @@ class TrainArgs(PlacementArgs):
     task_set: str | None = None
 
     def env_options(self) -> dict:
-        """The image options given (make_env's ``pixels``, ``proprio``, ``frame_stack``,
-        ``resize``, ``grayscale``), or a multi-task run's ``dataset`` and ``task_set``, as run.json records
-        them; defaults are left out."""
+        """The image options given (:meth:`image_options`), or a multi-task run's ``dataset``
+        and ``task_set``, as run.json records them."""
         if self.multitask:
             return {"dataset": self.dataset} | (
                 {"task_set": self.task_set} if self.task_set else {}
             )
+        return self.image_options()
+
+    def image_options(self) -> dict:
+        """make_env's ``pixels``, ``proprio``, ``frame_stack``, ``resize`` and ``grayscale``
+        as given; defaults are left out."""
         options = {"pixels": self.pixels, "proprio": self.proprio,
                    "frame_stack": self.frame_stack,
                    "resize": None if self.resize is None else [self.resize, self.resize],
@@ -119,7 +123,7 @@ def check_multitask(args: TrainArgs, agent: str, env_given: bool) -> None:
         raise UsageError(f"--multitask trains tdmpc2 offline; {agent} has no multi-task mode")
     if args.dataset is None:
         raise UsageError("--multitask needs --dataset DIR (a dataset from 'ajax collect')")
-    if env_given or args.env_options():
+    if env_given or args.image_options():
         raise UsageError(
             "--multitask takes its tasks and envs from --dataset: drop --env and the image options"
         )

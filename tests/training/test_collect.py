@@ -174,6 +174,7 @@ def test_collect_then_train_multitask_and_eval(tmp_path, capsys):
     assert "needs --dataset" in _error(capsys, bad)
     assert "add --multitask" in _error(capsys, ["train", "tdmpc2", "--dataset", str(ds)])
     assert "drop --env" in _error(capsys, bad + ["--dataset", str(ds), "--env", "Pendulum-v1"])
+    assert "the image options" in _error(capsys, bad + ["--dataset", str(ds), "--proprio"])
     assert "needs --out" in _error(capsys, ["collect", str(tmp_path / "pend")])
     nothing = ["collect", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]
     assert "is not a run directory" in _error(capsys, nothing)
