@@ -34,7 +34,7 @@ import jax.numpy as jnp
 from gymnax.environments.classic_control.cartpole import CartPole
 from gymnax.environments.classic_control.pendulum import Pendulum
 
-sys.path.insert(0, os.path.dirname(__file__))  # tdmpc2_speed's FLOP counter and roofline
+sys.path.insert(0, os.path.dirname(__file__))  # crossq_roofline, tdmpc2_speed's FLOP counter
 
 BATCH, HIDDEN, LEARNING_STARTS = 256, 256, 1_000
 LEARNING_RATE, TAU, GAMMA = 3e-4, 0.005, 0.99
@@ -326,66 +326,6 @@ def sbx_crossq(steps: int) -> float:
     return steps / (time.perf_counter() - t0)
 
 
-def crossq_roofline(rows: dict, steps: int) -> None:
-    """CrossQ's update against the matmul roofline, and the ratio to each peer that an update
-    at the roofline would reach: the ceiling of ``ajax / it`` on this CPU.
-
-    Ajax's update is timed alone (300 updates in one scan on a fixed batch, the policy delay
-    included); its matmul GFLOP are counted off the jaxpr (the actor step at one update in
-    ``policy_delay``); the roofline is a
-    (2 B) x width x width matmul's GFLOP/s. A peer's ms per update is its run time over its
-    updates (its 1,000 random steps are cheap beside them).
-    """
-    from tdmpc2_speed import matmul_flops, matmul_gflops
-
-    from ajax.agents.crossq import CrossQ, CrossQConfig
-    from ajax.agents.crossq import update as crossq_update
-    from ajax.training.off_policy import Transition
-
-    config = CrossQConfig(hidden=HIDDEN, critic_hidden=CROSSQ_CRITIC, batch_size=BATCH)
-    env = CrossQ(env="Pendulum-v1", config=config).env
-    state = crossq_update.init(config, jax.random.PRNGKey(0), env)
-    k = jax.random.split(jax.random.PRNGKey(1), 4)
-    batch = Transition(
-        obs=jax.random.normal(k[0], (BATCH, 3)),
-        action=jax.random.uniform(k[1], (BATCH, 1), minval=-1.0, maxval=1.0),
-        reward=jax.random.normal(k[2], (BATCH,)),
-        terminated=jnp.zeros((BATCH,)),
-        next_obs=jax.random.normal(k[3], (BATCH, 3)),
-    )
-    n = 300
-
-    def run(state, key):
-        one = lambda s, k: (crossq_update.update(config, s, batch, k)[0], None)
-        return jax.lax.scan(one, state, jax.random.split(key, n))[0]
-
-    key = jax.random.PRNGKey(2)
-    compiled = jax.jit(run).lower(state, key).compile()
-    jax.block_until_ready(compiled(state, key))
-    t0 = time.perf_counter()
-    jax.block_until_ready(compiled(state, key))
-    ms = 1e3 * (time.perf_counter() - t0) / n
-    # the counter charges the actor step's cond branch to every update; it runs every
-    # policy_delay-th, so take the rest of its share back off
-    from ajax.agents.sac.update import min_q, policy_step
-
-    actor = jax.make_jaxpr(
-        lambda s, k: policy_step(config, s, s.critic_state, batch.obs, 1, k, min_q)
-    )(state, key)
-    unused = matmul_flops(actor.jaxpr) * (1 - 1 / config.policy_delay)
-    gflop = (matmul_flops(jax.make_jaxpr(run)(state, key).jaxpr) / n - unused) / 1e9
-    peak = matmul_gflops(2 * BATCH, CROSSQ_CRITIC, CROSSQ_CRITIC)
-    floor = gflop / peak * 1e3
-    print(f"crossq update alone: {ms:.1f} ms, {gflop:.2f} matmul GFLOP -> {gflop / ms * 1e3:.0f} "
-          f"GFLOP/s, {floor / ms:.2f} of the {peak:.0f} GFLOP/s roofline ({floor:.1f} ms)")  # fmt: skip
-    updates = steps - LEARNING_STARTS
-    for name, sps in rows.items():
-        if name != "ajax" and sps is not None:
-            peer_ms = 1e3 * steps / sps / updates
-            print(f"crossq {name}: {peer_ms:.1f} ms per update; at the roofline ajax / {name} "
-                  f"would be {peer_ms / floor:.2f}")  # fmt: skip
-
-
 BENCHES = {
     "sac": (("ajax", ajax_sac), ("rejax", rejax_sac), ("sbx", sbx_sac)),
     "td3": (("ajax", ajax_td3), ("rejax", rejax_td3)),
@@ -431,7 +371,9 @@ def main() -> None:
             rate = "n/a" if sps is None else f"{sps:.1f}"
             print(f"{agent:8s} {name:10s} {steps:8d} {rate:>12s} {ratio:>10s}", flush=True)
         if agent == "crossq":
-            crossq_roofline(rows, steps)
+            from crossq_roofline import crossq_roofline
+
+            crossq_roofline(rows, steps, HIDDEN, CROSSQ_CRITIC, BATCH, LEARNING_STARTS)
 
 
 if __name__ == "__main__":

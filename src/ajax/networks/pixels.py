@@ -1,12 +1,15 @@
 """Image observations as networks read them: Ajax's flat-image convention, shared by the
 world models' CNN encoders (DreamerV3's conv.py, TD-MPC2's pixels.py).
 
-Envs give images flat ([..., H W C], NHWC order, ``spec.image_shape``) as floats in [0, 1];
+Envs give images flat ([..., H W C], NHWC order, ``spec.image_shape``) as floats in [0, 1],
+followed by any vector features of a mixed observation (:func:`split_image`);
 replays keep them as uint8 bytes (:func:`to_bytes`, 4x smaller), and :func:`pixels` reads
 either back as float pixels [..., H, W, C].
 """
 
 from __future__ import annotations
+
+import math
 
 import jax
 import jax.numpy as jnp
@@ -25,3 +28,9 @@ def pixels(obs: jax.Array, image_shape: tuple[int, int, int]) -> jax.Array:
 def to_bytes(obs: jax.Array) -> jax.Array:
     """Float pixels in [0, 1] as replays store them: ``uint8`` (4x smaller than float32)."""
     return jnp.round(jnp.clip(obs, 0.0, 1.0) * 255.0).astype(jnp.uint8)
+
+
+def split_image(obs, image_shape: tuple[int, int, int]) -> tuple:
+    """A flat observation [..., H W C + V] as (flat image [..., H W C], vector [..., V])."""
+    p = math.prod(image_shape)
+    return obs[..., :p], obs[..., p:]

@@ -145,11 +145,11 @@ def collect_run(
     env = algo.eval_env
     if env.spec.discrete:
         raise DatasetError(f"{env.spec.env_id} has discrete actions; the datasets are continuous")
-    agent = jax.tree.map(lambda x: x[0], run.state.agent)
     if replay:
         eps = run_replay(run)
         source = {"replay": True}
     else:
+        agent = jax.tree.map(lambda x: x[0], run.state.agent)
         fn = jax.jit(lambda a, k: collect_episodes(env, algo.policy(), a, k, episodes, noise))
         eps = Episodes(*(np.asarray(x) for x in fn(agent, jax.random.PRNGKey(seed))))
         source = {"noise": noise, "seed": seed, "return_noiseless": float(eps.reward[0].sum())}

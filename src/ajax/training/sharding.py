@@ -119,7 +119,7 @@ def per_seed(fn, batching: str = "vmap"):
     2.31 s vmapped over one seed, 1.31 s unbatched; ``benchmarks/model_free_speed.py``).
     ``"map"`` gives up the batching for exactness: each seed is bitwise the seed run alone, on
     one device or sharded by :func:`over_seeds` over any number (tests/training/
-    test_reproducibility.py). Under :func:`over_seeds` a device's block of one seed runs
+    test_sharding.py: SAC, PPO and TD-MPC2; DreamerV3 within float rounding). Under :func:`over_seeds` a device's block of one seed runs
     unbatched either way.
     """
     check_batching(batching)

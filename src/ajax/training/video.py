@@ -8,7 +8,6 @@ one channel is grey, three are RGB. Small frames are enlarged (nearest) to at le
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
+from ajax.networks.pixels import split_image
 from ajax.training.loop import Tick
 from ajax.training.rollout import to_env_action
 
@@ -76,11 +76,10 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
     else:
         ts = env.reset(seed=0)
     carry, frames, no = policy.init(1), [], jnp.zeros((1,), bool)
-    size = math.prod(image_shape)  # a mixed observation's vector features follow the image
     first, reward = jnp.ones((1,), bool), jnp.zeros((1,), jnp.float32)
     try:
         for _ in range(max_frames):
-            frames.append(np.asarray(ts.obs[0, :size]).reshape(image_shape))
+            frames.append(_frame(ts.obs, image_shape))
             key, k_act, k_env = jax.random.split(key, 3)
             tick = Tick(jnp.asarray(ts.obs), reward, first, no, no)
             action, carry = act(agent_state, carry, tick, k_act, True)
@@ -88,10 +87,15 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
             ts = step(k_env, ts.state, env_action) if algo.is_jax else env.step(
                 np.asarray(env_action))  # fmt: skip
             if bool(np.asarray(ts.terminated | ts.truncated)[0]):
-                frames.append(np.asarray(ts.final_obs[0, :size]).reshape(image_shape))
+                frames.append(_frame(ts.final_obs, image_shape))
                 break
             first, reward = no, jnp.asarray(ts.reward, jnp.float32)
     finally:
         if not algo.is_jax:
             env.close()
     return np.stack(frames)
+
+
+def _frame(obs, image_shape: tuple[int, int, int]) -> np.ndarray:
+    """Env 0's image [H, W, C] (a mixed observation's vector features dropped)."""
+    return np.asarray(split_image(obs[0], image_shape)[0]).reshape(image_shape)

@@ -14,7 +14,6 @@ two outputs in the token, and ``re.fullmatch`` for the selection, are not checke
 
 from __future__ import annotations
 
-import math
 import re
 
 import flax.linen as nn
@@ -23,7 +22,7 @@ import jax.numpy as jnp
 
 from ajax.agents.dreamerv3.conv import ConvDecoder, ConvEncoder, image_loss
 from ajax.agents.dreamerv3.mlp import Encoder, VectorDecoder
-from ajax.networks.pixels import to_bytes
+from ajax.networks.pixels import split_image, to_bytes
 
 PARTS = ("vector", "image")  # the token's order: MLP output, then CNN output
 
@@ -53,8 +52,8 @@ def split(obs, image_shape: tuple[int, int, int]) -> dict:
     """Flat observations [..., H W C + V] (or the stored dict) as ``{"image", "vector"}``."""
     if isinstance(obs, dict):
         return obs
-    p = math.prod(image_shape)
-    return {"image": obs[..., :p], "vector": obs[..., p:]}
+    image, vector = split_image(obs, image_shape)
+    return {"image": image, "vector": vector}
 
 
 class MixedEncoder(nn.Module):
