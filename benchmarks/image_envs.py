@@ -9,7 +9,8 @@ Two tables from one run:
    simulators: env steps/s;
 2. the bytes DreamerV3's sequence replay holds per million frames (one env), read off the
    shapes it allocates (``Algorithm.replay_nbytes``) at size1m and size12m, with the images
-   stored as uint8 against what float32 storage would need.
+   stored as uint8 against what float32 storage would need, and how much of it stays on the
+   device with ``--replay-on host`` (the flags; the rest is in host memory).
 
 """
 
@@ -86,8 +87,8 @@ for env_id, options in (("dmc:cartpole-swingup", {"pixels": True}), ("atari:Pong
 
 print()
 print("| DreamerV3 replay, 1M frames, 1 env | size | bytes/frame | GiB per 1M frames "
-      "| of which images (uint8) | images if float32 |")  # fmt: skip
-print("|---|---|---|---|---|---|")
+      "| of which images (uint8) | images if float32 | on the device with --replay-on host |")  # fmt: skip
+print("|---|---|---|---|---|---|---|")
 frames = 1_000_000
 for env_id in ("Breakout-MinAtar", "SpaceInvaders-MinAtar"):
     for size in ("1m", "12m"):
@@ -95,5 +96,9 @@ for env_id in ("Breakout-MinAtar", "SpaceInvaders-MinAtar"):
         algo = DreamerV3(env_id, cfg)
         total = algo.replay_nbytes(frames)
         pixels = algo.env.spec.obs_dim * (frames + 1)
+        on_host = DreamerV3(env_id, DreamerV3Config.preset(size, buffer_size=frames + 1,
+                                                           replay_on="host"))  # fmt: skip
+        device = on_host.replay_bytes(frames)[0]
         print(f"| {env_id} | {size} | {total / (frames + 1):,.0f} | {total / 2**30:.2f} "
-              f"| {pixels / 2**30:.2f} GiB | {4 * pixels / 2**30:.2f} GiB |")  # fmt: skip
+              f"| {pixels / 2**30:.2f} GiB | {4 * pixels / 2**30:.2f} GiB "
+              f"| {device / 2**30:.4f} GiB |")  # fmt: skip

@@ -181,6 +181,12 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "sac", "--seed-batching", "loop"], "invalid value 'loop' for --seed-batching: it takes one of vmap, map"),
         (["train", "tdmpc2", "--env", "dmc:cartpole-swingup", "--pixels", "--model-size", "1"],
          "pixel encoder gives 512 features"),
+        (["train", "dreamerv3", "--replay-on", "gpu"],
+         "replay_on = 'gpu' is invalid: it must be one of 'device', 'host'"),
+        (["train", "dreamerv3", "--replay-on", "host", "--devices", "2"],
+         "--replay-on host keeps each seed's replay rows in this process's memory"),
+        (["train", "tdmpc2", "--multitask", "--dataset", "x", "--replay-on", "host"],
+         "drop --replay-on"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["eval"], "usage: ajax eval DIR"),
     ],
@@ -192,7 +198,8 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "zero-steps", "negative-steps",
         "config-field", "config-value", "replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
         "proprio-without-pixels", "enc-spaces-none", "dec-spaces-regex", "ppo-images",
-        "seed-batching-host", "seed-batching-value", "tdmpc2-pixels", "command", "eval-usage",
+        "seed-batching-host", "seed-batching-value", "tdmpc2-pixels", "replay-on-value", "replay-on-devices", "replay-on-multitask",
+        "command", "eval-usage",
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_line_exit_2(capsys, argv, expected):

@@ -145,17 +145,20 @@ class Stop(Exception):
     """The simulated interruption."""
 
 
-@pytest.mark.parametrize("agent", ["dreamerv3", "tdmpc2"])
+@pytest.mark.parametrize("agent", ["dreamerv3", "tdmpc2", "dreamerv3-host"])
 @pytest.mark.slow  # 40-60 CPU s each; the default run checks the host ticks against the JAX loop
 def test_host_replay_agents_train_resume_and_eval_through_the_cli(tmp_path, monkeypatch, agent):
     """`ajax train` on a gymnasium env stopped after its first checkpoint, `ajax resume` to the
-    end (the simulators restart their episodes) and `ajax eval`."""
+    end (the simulators restart their episodes) and `ajax eval`; "-host" keeps the replay rows
+    in host memory (--replay-on host), which the checkpoint carries."""
     import ajax.training.run as run_module
     from ajax.cli import main
     from ajax.training.io import read_jsonl
 
+    agent, _, host = agent.partition("-")
     env = "gymnasium:CartPole-v1" if agent == "dreamerv3" else "gymnasium:Pendulum-v1"
     size = (["--model-size", "1m", "--batch-size", "2", "--batch-length", "4"]
+            + (["--replay-on", "host"] if host else [])
             if agent == "dreamerv3"
             else ["--model-size", "1", "--seed-steps", "8", "--batch-size", "4",
                   "--planner.horizon", "2", "--planner.iterations", "1", "--planner.num-samples", "8",
@@ -179,17 +182,21 @@ def test_host_replay_agents_train_resume_and_eval_through_the_cli(tmp_path, monk
     assert main(["eval", str(out), "--episodes", "1"]) == 0
 
 
+@pytest.mark.parametrize("replay_on", ["device", "host"])
 @pytest.mark.slow  # ~2-4 CPU min: the 64 x 64 CNN compiles, every tick renders
-def test_dreamerv3_trains_from_rendered_dm_control_pixels():
+def test_dreamerv3_trains_from_rendered_dm_control_pixels(replay_on):
     """DreamerV3 on dmc:cartpole-swingup with pixels=True (the reference's four CNN stages on
-    64 x 64 x 3): the host loop stores uint8 frames and the losses stay finite."""
-    cfg = DreamerV3Config.preset(
-        "1m", batch_size=2, batch_length=4, train_ratio=16.0, eval_freq=30, eval_episodes=1
-    )
+    64 x 64 x 3): the host loop stores uint8 frames and the losses stay finite; with
+    ``replay_on="host"`` the frames are stored in host memory."""
+    cfg = DreamerV3Config.preset("1m", batch_size=2, batch_length=4, train_ratio=16.0,
+                                 eval_freq=30, eval_episodes=1, replay_on=replay_on)  # fmt: skip
     algo = DreamerV3("dmc:cartpole-swingup", cfg, pixels=True, max_episode_steps=10)
     result = algo.train(seed=0, total_steps=30, n_seeds=1)
     replay = result.state.replay
-    assert replay.rows["obs"].dtype == jnp.uint8 and replay.rows["obs"].shape[-1] == 12288
+    obs = replay.rows["obs"] if replay.host is None else replay.host.slots[0]["obs"]
+    assert "obs" not in replay.rows if replay_on == "host" else "obs" in replay.rows
+    assert obs.dtype == jnp.uint8 and obs.shape[-1] == 12288
+    assert 0 < obs.max()  # frames were written
     assert int(result.state.agent.updates) >= 2
     assert np.all(np.isfinite(result.metrics["loss/rec"]))
 

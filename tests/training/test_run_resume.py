@@ -12,6 +12,7 @@ import ajax.training.run as run_module
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 from ajax.agents.sac import SAC, SACConfig
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
+from ajax.buffers.sequence import host_stores
 from ajax.training.checkpoint import restore_checkpoint
 from ajax.training.io import read_jsonl
 from ajax.training.run import RunSpec, execute, prepare_run_dir
@@ -41,6 +42,8 @@ AGENTS = {
     "sac": (SAC, CONFIG),
     "tdmpc2": (TDMPC2, T2_CONFIG),
     "dreamerv3": (DreamerV3, D3_CONFIG),
+    # the replay rows in host memory: the checkpoint carries them beside the state
+    "dreamerv3-host": (DreamerV3, dataclasses.replace(D3_CONFIG, replay_on="host")),
 }
 
 
@@ -54,7 +57,7 @@ def _pending_fresh_windows(replay, length: int) -> np.ndarray:
 
 def _spec(agent: str) -> RunSpec:
     return RunSpec(
-        agent=agent,
+        agent=agent.split("-")[0],
         env="Pendulum-v1",
         steps=200,
         checkpoint_every=1,
@@ -75,6 +78,7 @@ class Stop(Exception):
         pytest.param("sac", marks=pytest.mark.slow),
         pytest.param("tdmpc2", marks=pytest.mark.slow),
         pytest.param("dreamerv3", marks=pytest.mark.slow),
+        pytest.param("dreamerv3-host", marks=pytest.mark.slow),
     ],
 )
 def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
@@ -99,7 +103,7 @@ def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
         execute(cls("Pendulum-v1", config), spec, cut_dir, progress=False)
     monkeypatch.setattr(run_module, "save_checkpoint", save)
     assert [r["step"] for r in read_jsonl(cut_dir / "metrics.jsonl")] == [50, 100]
-    if agent == "dreamerv3":
+    if agent.startswith("dreamerv3"):
         algo = cls("Pendulum-v1", config)
         keys = jax.vmap(jax.random.PRNGKey)(jax.numpy.arange(2))
         template = jax.vmap(algo.make_chunks(spec.steps).init)(keys)
@@ -116,6 +120,11 @@ def test_resume_is_bitwise_identical(agent, tmp_path, monkeypatch):
     assert len(full_leaves) == len(resumed_leaves)
     for (path, a), b in zip(full_leaves, resumed_leaves, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=str(path))
+    full_rings, resumed_rings = (
+        [store.arrays() for store in host_stores(x)] for x in (full, resumed)
+    )
+    assert len(full_rings) == (agent == "dreamerv3-host")
+    jax.tree.map(np.testing.assert_array_equal, resumed_rings, full_rings)
     full_log, cut_log = (
         read_jsonl(full_dir / "metrics.jsonl"),
         read_jsonl(cut_dir / "metrics.jsonl"),

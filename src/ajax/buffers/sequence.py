@@ -30,6 +30,10 @@ Sampling before any valid window exists: called eagerly, the samplers raise ``Va
 ``jit``/``vmap`` they cannot, and return arbitrary in-range windows, so gate jitted calls on
 :func:`can_sample_dreamerv3` / :func:`can_sample_tdmpc2`.
 
+Host rows. ``init(..., host=True)`` keeps every field but the flags in host memory
+(:class:`~ajax.buffers.host_store.HostStore`, reached by callbacks from the same jitted code), so
+a device holds only flags and positions; batches and write-backs are the device replay's, bitwise.
+
 Every public function checks its arguments in Python, then runs a jitted core, so eager calls reuse
 compiled code; all of them may also be called inside ``jit``/``vmap``/``scan``. Step numbers are
 int32: at most 2**31 - 1 rows per env.
@@ -50,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from ajax.buffers.host_store import HostStore
 from ajax.buffers.windows import (
     TDMPC2Slice,
     annotate_dreamerv3,
@@ -73,6 +78,9 @@ class SequenceReplayState:
     committed: jax.Array  # (N_env,) int32, end (exclusive) of the last completed episode
     online: jax.Array  # (N_env,) int32, no fresh (online-queue) window starts before this step
     capacity: int = struct.field(pytree_node=False)
+    # with host rows: where the non-flag fields live, and this seed's (slot, version) there
+    host: HostStore | None = struct.field(pytree_node=False, default=None)
+    host_ref: jax.Array | None = None
 
     @property
     def write_ptr(self) -> jax.Array:
@@ -98,8 +106,18 @@ class SampleIndex:
     start_idx: jax.Array
 
 
-def init(example_row: Mapping[str, PyTree], num_envs: int, capacity: int) -> SequenceReplayState:
-    """Empty rings shaped like ``example_row`` (one unbatched row), flags stored as bool."""
+def init(
+    example_row: Mapping[str, PyTree],
+    num_envs: int,
+    capacity: int,
+    host: bool = False,
+    seed_key: jax.Array | None = None,
+) -> SequenceReplayState:
+    """Empty rings shaped like ``example_row`` (one unbatched row), flags stored as bool.
+
+    ``host`` keeps every other field in host memory (module docstring). Under vmap over seeds
+    each seed registers its own rings only if the registration's input is batched, so pass a
+    per-seed ``seed_key`` (the seed's key) with ``host``; else the row must vary per seed."""
     if not isinstance(example_row, Mapping):
         raise TypeError(f"example_row must be a dict of fields, got {type(example_row).__name__}")
     missing = [k for k in REQUIRED_FIELDS if k not in example_row]
@@ -118,16 +136,49 @@ def init(example_row: Mapping[str, PyTree], num_envs: int, capacity: int) -> Seq
         dtype = bool if path[0].key in FLAG_FIELDS else jnp.asarray(leaf).dtype
         return jnp.zeros((num_envs, capacity, *jnp.shape(leaf)), dtype)
 
-    rows = jax.tree_util.tree_map_with_path(empty, dict(example_row))
+    row = dict(example_row)
+    store, ref = None, None
+    if host:
+        on_host = {k: v for k, v in row.items() if k not in FLAG_FIELDS}
+        spec = lambda v: jax.ShapeDtypeStruct(jnp.shape(v), jnp.asarray(v).dtype)
+        store = HostStore(jax.tree.map(spec, on_host), num_envs, capacity)
+        ref = store.register(jax.tree.map(jnp.asarray, (on_host, seed_key)))
+        row = {k: row[k] for k in FLAG_FIELDS}
+    rows = jax.tree_util.tree_map_with_path(empty, row)
     zeros = jnp.zeros((num_envs,), jnp.int32)
-    return SequenceReplayState(
-        rows=rows, added=zeros, committed=zeros, online=zeros, capacity=int(capacity)
-    )
+    return SequenceReplayState(rows=rows, added=zeros, committed=zeros, online=zeros,
+                               capacity=int(capacity), host=store, host_ref=ref)  # fmt: skip
+
+
+def stored_fields(state: SequenceReplayState) -> dict[str, PyTree]:
+    """Every stored field, ``[N_env, capacity, ...]``: arrays on the device, shapes of host rows."""
+    if state.host is None:
+        return dict(state.rows)
+    lead = (state.added.shape[-1], state.capacity)
+    host = {k: jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype)
+            for k, s in state.host.fields.items()}  # fmt: skip
+    return {**state.rows, **host}
+
+
+def _split_host(state: SequenceReplayState, fields: dict) -> tuple[dict, dict]:
+    """``fields`` as (the device's, the host's)."""
+    if state.host is None:
+        return fields, {}
+    on_host = state.host.fields
+    return ({k: v for k, v in fields.items() if k not in on_host},
+            {k: v for k, v in fields.items() if k in on_host})  # fmt: skip
+
+
+def host_stores(tree: PyTree) -> list[HostStore]:
+    """The host stores of every replay in ``tree`` (what a checkpoint saves beside it)."""
+    found = jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, SequenceReplayState))
+    stores = [x.host for x in found if isinstance(x, SequenceReplayState) and x.host is not None]
+    return list({id(s): s for s in stores}.values())
 
 
 def _check_rows(state: SequenceReplayState, rows: Mapping[str, PyTree], lead: tuple) -> list:
     """Leaves of ``rows`` cast to the stored dtypes, after checking structure, shape and kind."""
-    stored, treedef = jax.tree_util.tree_flatten_with_path(state.rows)
+    stored, treedef = jax.tree_util.tree_flatten_with_path(stored_fields(state))
     given, given_def = jax.tree.flatten(dict(rows))
     if given_def != treedef:
         raise ValueError(f"rows have structure {given_def}, the buffer stores {treedef}")
@@ -151,17 +202,21 @@ def add(state: SequenceReplayState, rows: Mapping[str, PyTree]) -> SequenceRepla
     (exclusive, for an episode abandoned without is_last), belong to completed episodes.
     """
     leaves = _check_rows(state, rows, (state.added.shape[0],))
-    return _add(state, jax.tree.unflatten(jax.tree.structure(state.rows), leaves))
+    return _add(state, jax.tree.unflatten(jax.tree.structure(stored_fields(state)), leaves))
 
 
 @jax.jit
 def _add(state: SequenceReplayState, rows: dict[str, PyTree]) -> SequenceReplayState:
     env, slot = jnp.arange(state.added.shape[0]), state.write_ptr
+    rows, host_rows = _split_host(state, rows)
     new_rows = jax.tree.map(lambda buf, row: buf.at[env, slot].set(row), state.rows, rows)
+    ref = state.host_ref
+    if host_rows:
+        ref = state.host.write(ref, slot, host_rows)
     step = state.added
     committed = jnp.maximum(state.committed, jnp.where(rows["is_first"], step, 0))
     committed = jnp.maximum(committed, jnp.where(rows["is_last"], step + 1, 0))
-    return state.replace(rows=new_rows, added=step + 1, committed=committed)
+    return state.replace(rows=new_rows, added=step + 1, committed=committed, host_ref=ref)
 
 
 @functools.partial(jax.jit, static_argnames="length")
@@ -169,10 +224,19 @@ def gather_windows(
     state: SequenceReplayState, index: SampleIndex, length: int
 ) -> dict[str, PyTree]:
     """Rows start..start+length-1 of each indexed window, (B, length, ...), ring-wrapped."""
+    return _gather(state, index, length)[0]
+
+
+def _gather(state, index, length):
+    """:func:`gather_windows`, and the state with its host ref advanced past the gather."""
     slot = (index.start_idx[:, None] + jnp.arange(length)) % state.capacity
     env = index.env_idx[:, None]
+    rows = jax.tree.map(lambda buf: buf[env, slot], state.rows)
+    if state.host is not None:
+        host_rows, ref = state.host.gather(state.host_ref, jnp.broadcast_to(env, slot.shape), slot)
+        rows, state = {**rows, **host_rows}, state.replace(host_ref=ref)
     # the update batch splits over a data mesh's devices (a no-op otherwise)
-    return constrain_data(jax.tree.map(lambda buf: buf[env, slot], state.rows))
+    return constrain_data(rows), state
 
 
 def write_back(
@@ -191,15 +255,16 @@ def write_back(
     """
     if not fields:
         raise ValueError("write_back needs at least one field to write")
-    unknown = [k for k in fields if k not in state.rows]
+    stored = stored_fields(state)
+    unknown = [k for k in fields if k not in stored]
     if unknown:
-        raise ValueError(f"write_back fields {unknown} are not stored; stored: {list(state.rows)}")
+        raise ValueError(f"write_back fields {unknown} are not stored; stored: {list(stored)}")
     batch = index.env_idx.shape[0]
     steps = jax.tree.leaves(fields)[0].shape[1]
     if offset < 0 or offset + steps > state.capacity:
         raise ValueError(f"rows offset {offset}..{offset + steps - 1} exceed capacity")
-    sub = {k: state.rows[k] for k in fields}
-    leaves = _check_rows(state.replace(rows=sub), fields, (batch, steps))
+    sub = {k: stored[k] for k in fields}
+    leaves = _check_rows(state.replace(rows=sub, host=None), fields, (batch, steps))
     return _write_back(state, index, jax.tree.unflatten(jax.tree.structure(sub), leaves), offset)
 
 
@@ -210,12 +275,16 @@ def _write_back(state, index, fields, offset):
     env = index.env_idx[:, None]
     held = (step >= state.oldest[env]) & (step < state.added[env])
     slot = jnp.where(held, step % state.capacity, state.capacity)  # out of range: dropped
+    fields, host_fields = _split_host(state, dict(fields))
     new = jax.tree.map(
         lambda buf, v: buf.at[env, slot].set(v, mode="drop"),
         dict((k, state.rows[k]) for k in fields),
         fields,
     )
-    return state.replace(rows=dict(state.rows, **new))
+    ref = state.host_ref
+    if host_fields:
+        ref = state.host.scatter(ref, jnp.broadcast_to(env, slot.shape), slot, host_fields)
+    return state.replace(rows=dict(state.rows, **new), host_ref=ref)
 
 
 def _check_window(state: SequenceReplayState, length: int, batch_size: int) -> None:
@@ -281,7 +350,7 @@ def sample_dreamerv3(
     with replacement (selectors.Uniform); with ``online`` (training, replay.online: True) the
     online queue is popped first. Windows cross episode boundaries and are annotated with
     :func:`annotate_dreamerv3`. The state is returned because popping the queue advances the
-    per-env online pointers; with ``online=False`` (report, eval) it comes back unchanged.
+    per-env online pointers; with ``online=False`` (report, eval) only a host ref advances.
     """
     _check_window(state, length, batch_size)
     _refuse_if_empty(can_sample_dreamerv3(state, length), f"{length}-row")
@@ -302,7 +371,7 @@ def _sample_dreamerv3(state, key, batch_size, length, online):
         start = jnp.where(taken, fresh_start, start)
         state = state.replace(online=pointers)
     index = SampleIndex(env_idx=env.astype(jnp.int32), start_idx=start.astype(jnp.int32))
-    batch = gather_windows(state, index, length)
+    batch, state = _gather(state, index, length)
     is_first, is_last = annotate_dreamerv3(batch["is_first"], batch["is_last"])
     return dict(batch, is_first=is_first, is_last=is_last), index, state
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from ajax.environments import is_jax_env, make_env
 from ajax.training.distributed import to_host
 from ajax.training.loop import Policy, evaluate, stateless
-from ajax.training.memory import check_replay_fits, device_bytes
+from ajax.training.memory import check_replay_fits, device_bytes, host_bytes
 from ajax.training.sharding import (
     CHUNKS_THEN_SEEDS,
     SEEDS,
@@ -102,6 +102,8 @@ class Algorithm:
     mixed: ClassVar[bool] = False  # reads an image with vector features (spec.mixed)
     # runs on the shared replay loop, whose env and update batches split over devices
     data_parallel: ClassVar[bool] = False
+    # its config's replay_on can keep the replay rows in host memory (ajax.buffers.host_store)
+    host_replay: ClassVar[bool] = False
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
         self.config = self.config_cls() if config is None else config
@@ -135,9 +137,19 @@ class Algorithm:
         """A :class:`~ajax.training.host_loop.HostRun` for a host (non-JAX) env."""
         raise NotImplementedError
 
+    def replay_bytes(self, total_steps: int) -> tuple[int, int]:
+        """Bytes of one seed's replay for a run of ``total_steps``, on the device and in host
+        memory (``--replay-on host``); zeros: not checked."""
+        return 0, 0
+
     def replay_nbytes(self, total_steps: int) -> int:
-        """Bytes of one seed's replay for a run of ``total_steps`` (0: not checked)."""
-        return 0
+        """Bytes of one seed's replay for a run of ``total_steps``, wherever it lives."""
+        return sum(self.replay_bytes(total_steps))
+
+    @property
+    def replay_on_host(self) -> bool:
+        """Whether the run keeps its replay rows in host memory (``--replay-on host``)."""
+        return getattr(self.config, "replay_on", "device") == "host"
 
     def check_memory(
         self, total_steps: int, n_seeds: int, devices: int | None = None, parallel: str = "seeds"
@@ -145,13 +157,21 @@ class Algorithm:
         """Refuse (``ValueError`` naming the fix) a run whose replays cannot fit on the device.
 
         Forced CPU devices share the host's memory, so on the CPU every seed counts; so it does
-        in the data layout, where every device holds the whole (replicated) replay."""
-        per_seed = self.replay_nbytes(total_steps)
-        if per_seed:
-            available, where = device_bytes()
-            whole = jax.devices()[0].platform == "cpu" or parallel == "data"
-            per_device = n_seeds if whole else -(-n_seeds // (devices or 1))
-            check_replay_fits(per_seed, per_device, available, where)
+        in the data layout, where every device holds the whole (replicated) replay. Host rows
+        (``--replay-on host``) count against the host's memory, every seed's."""
+        on_device, on_host = self.replay_bytes(total_steps)
+        if not on_device + on_host:
+            return
+        available, where = device_bytes()
+        cpu = jax.devices()[0].platform == "cpu"
+        if cpu:  # one memory holds both parts
+            on_device, on_host = on_device + on_host, 0
+        per_device = n_seeds if cpu or parallel == "data" else -(-n_seeds // (devices or 1))
+        host_fix = self.host_replay and not cpu and not self.replay_on_host
+        also = ", or keep its rows in host memory with --replay-on host" if host_fix else ""
+        check_replay_fits(on_device, per_device, available, where, also)
+        if on_host:
+            check_replay_fits(on_host, n_seeds, host_bytes(), "the host")
 
     def mesh(self, devices: int | None, n_seeds: int, parallel: str = "seeds"):
         """The device mesh of a run (:mod:`ajax.training.sharding`), or None for one device.
@@ -159,6 +179,12 @@ class Algorithm:
         than one env, if any) that divides over the devices; ValueError names the fix."""
         if parallel == "data" and isinstance(devices, int) and devices > 1:
             self._check_data_split(devices)
+        if self.replay_on_host and ((devices or 1) > 1 or jax.process_count() > 1):
+            raise ValueError(
+                "--replay-on host keeps each seed's replay rows in this process's memory and "
+                "runs on one device; drop --devices (and the multi-process flags) or use "
+                "--replay-on device"
+            )
         return device_mesh(devices, n_seeds, self.is_jax, parallel)
 
     def _check_data_split(self, devices: int) -> None:

@@ -10,6 +10,10 @@ deleted) and the newest good one is used (:func:`restore_newest_good`).
 Keys are stored as raw uint32 data. orbax refuses zero-size arrays (MJX states hold some, e.g.
 ``data.act`` of a model without actuator activations), so those are stored as one placeholder
 element and restored from the template, which already holds their (empty) value.
+
+A replay keeping its rows in host memory (:mod:`ajax.buffers.host_store`) is saved whole: the
+checkpoint holds ``{"state": ..., "host_replay": [rings of each store]}``, and a restore loads
+the rings into the template's stores, which the restored state then refers to.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from ajax.buffers.sequence import host_stores
 from ajax.training.io import read_json, write_json_atomic
 
 MANIFEST = "MANIFEST.json"
@@ -61,6 +66,12 @@ def _manager(directory: str | Path, max_to_keep: int | None = 2) -> ocp.Checkpoi
 def _storable(x) -> np.ndarray:
     x = np.asarray(x)
     return np.zeros((1,), x.dtype) if x.size == 0 else x
+
+
+def _with_host_rows(tree: Any, rows: Callable) -> Any:
+    """``tree`` alone, or beside ``rows(store)`` of each host store it refers to."""
+    stores = host_stores(tree)
+    return tree if not stores else {"state": tree, "host_replay": [rows(s) for s in stores]}
 
 
 def digest(step_dir: Path) -> dict:
@@ -109,7 +120,7 @@ def save_checkpoint(
     directory = Path(directory)
     Path(directory).mkdir(parents=True, exist_ok=True)  # orbax creates none with active_processes
     with _manager(directory, max_to_keep) as mngr:
-        host = jax.tree.map(_storable, jax.device_get(state))
+        host = _with_host_rows(jax.tree.map(_storable, jax.device_get(state)), lambda s: s.arrays())
         mngr.save(step, args=ocp.args.StandardSave(host), force=True)
         mngr.wait_until_finished()
     old = read_manifest(directory) or {"steps": {}}
@@ -191,8 +202,15 @@ def restore_checkpoint(directory: str | Path, template: Any, step: int | None = 
         raise FileNotFoundError(f"no checkpoint in {directory}")
     host = jax.tree.map(_storable, jax.device_get(template))
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, host)
+    stores = host_stores(template)
+    rings = lambda s: jax.tree.map(ocp.utils.to_shape_dtype_struct, s.arrays())
+    abstract = _with_host_rows(abstract, rings)
     with _quiet_orbax(), _manager(directory) as mngr:
         restored = mngr.restore(step, args=ocp.args.StandardRestore(abstract))
+    if stores:
+        for store, rings in zip(stores, restored["host_replay"], strict=True):
+            store.load(rings)
+        restored = restored["state"]
     return jax.tree.map(
         lambda t, r: jax.numpy.asarray(t if t.size == 0 else r, dtype=t.dtype), template, restored
     )

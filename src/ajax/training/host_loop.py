@@ -23,7 +23,7 @@ from ajax.environments.host_wrappers import HostNormalizeObservation
 from ajax.environments.types import HostEnv, TimeStep
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
 from ajax.training.loop import Policy, ReplayAgent, Tick, tick_steps
-from ajax.training.memory import replay_nbytes
+from ajax.training.memory import replay_bytes
 from ajax.training.off_policy import OffPolicyLoop, Transition, make_off_policy
 from ajax.training.on_policy import Rollout, RolloutEnd, make_on_policy
 from ajax.training.rollout import EpisodeTracker, to_env_action
@@ -290,6 +290,7 @@ class ReplayAlgorithm(Algorithm):
 
     host_wrap: Callable[[HostEnv], HostEnv] | None = None
     data_parallel = True
+    host_replay = True
 
     def replay_agent(self, total_steps: int) -> ReplayAgent:
         """The agent's :class:`~ajax.training.loop.ReplayAgent` for a run of that length."""
@@ -309,8 +310,8 @@ class ReplayAlgorithm(Algorithm):
         agent = self.replay_agent(total_steps)
         return HostReplayRun(self, agent, seeds, per_chunk, wrap=self.host_wrap)
 
-    def replay_nbytes(self, total_steps: int) -> int:
-        return replay_nbytes(self.replay_agent(total_steps), self.env.spec, self.config.n_envs)
+    def replay_bytes(self, total_steps: int) -> tuple[int, int]:
+        return replay_bytes(self.replay_agent(total_steps), self.env.spec, self.config.n_envs)
 
 
 class OffPolicyAlgorithm(Algorithm):

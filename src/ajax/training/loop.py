@@ -30,6 +30,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from ajax.buffers.sequence import host_stores
 from ajax.environments.normalize import obs_moments, pooled_moments, reset_for_eval
 from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
 from ajax.training.sharding import constrain_data
@@ -129,6 +130,23 @@ def zeros_like_shapes(fn: Callable, *args) -> Any:
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args))
 
 
+def cond(pred: jax.Array, fn: Callable[[Any], Any], operand: Any) -> Any:
+    """``fn(operand)`` if ``pred`` else ``operand`` (a ``lax.cond``)."""
+    return jax.lax.cond(pred, fn, lambda x: x, operand)
+
+
+def when(pred: jax.Array, fn: Callable[[Any], Any], operand: Any) -> Any:
+    """:func:`cond` for an unbatched (lockstep) ``pred`` around IO callbacks.
+
+    ``vmap`` refuses a ``lax.cond`` around an IO callback (a host replay's,
+    :mod:`ajax.buffers.host_store`) even on an unbatched predicate; a loop of 0 or 1 trips is
+    the same branch and vmaps. (Not used otherwise: XLA compiles the two differently, so the
+    device-replay runs keep their cond and their numbers.)
+    """
+    trips = pred.astype(jnp.int32)
+    return jax.lax.fori_loop(0, trips, lambda _, x: fn(x), operand)
+
+
 class TickSteps(NamedTuple):
     """The halves of one vector tick around the env step, shared by :func:`make_loop` (JAX env,
     inside the scan) and :class:`~ajax.training.host_loop.HostReplayRun` (host env, one jitted
@@ -179,10 +197,12 @@ def tick_steps(n: int, env, agent: ReplayAgent) -> TickSteps:
         step = state.step + n
         count, clock = agent.clock.tick(state.clock, step)
         count = lockstep(count)
-        agent_state, replay, metrics = jax.lax.cond(
+        # host replay rows are reached by IO callbacks, which vmap refuses inside a cond
+        branch = when if host_stores(replay) else cond
+        agent_state, replay, metrics = branch(
             count > 0,
-            lambda: agent.learn(state.agent, replay, count, k_upd),
-            lambda: (state.agent, replay, state.metrics),
+            lambda c: agent.learn(c[0], c[1], count, k_upd),
+            (state.agent, replay, state.metrics),
         )
         return state.replace(
             agent=agent_state,

@@ -93,7 +93,7 @@ def replay_agent(cfg: DreamerV3Config, env, total_steps: int) -> ReplayAgent:
         carry = update_lib.init_carry(cfg, n, action_dim, discrete)
         action = carry.prev_action
         example = jax.tree.map(lambda x: x[0], row(tick, action, carry))
-        return learner, sequence.init(example, n, capacity)
+        return learner, sequence.init(example, n, capacity, cfg.replay_on == "host", key)
 
     def write(replay, tick, action, carry, ts):
         del ts  # the row is the observation acted on, with the action chosen there

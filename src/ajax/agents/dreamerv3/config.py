@@ -67,6 +67,9 @@ class DreamerV3Config(LoopConfig):
         train_ratio: replayed steps per env step; updates per env step are
             train_ratio / (batch_size x batch_length) (32: one update per 32 env steps).
         buffer_size: replay capacity in rows (all envs; capped by the run's length).
+        replay_on: "device" keeps the replay with the run; "host" keeps every row field but the
+            flags in host memory (:mod:`ajax.buffers.host_store`), for pixel replays larger
+            than the device's memory, at the cost of copying each batch to the device.
         imag_length: H, imagination horizon (15).
         horizon: 333; the discount 1 - 1/horizon is folded into the continue label (contdisc).
         lam: lambda of the returns (0.95). actent: entropy bonus (3e-4).
@@ -100,6 +103,7 @@ class DreamerV3Config(LoopConfig):
     replay_context: int = 1
     train_ratio: float = 32.0
     buffer_size: int = 5_000_000
+    replay_on: str = "device"
     imag_length: int = 15
     horizon: float = 333.0
     lam: float = 0.95
@@ -131,6 +135,7 @@ class DreamerV3Config(LoopConfig):
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),
+        "replay_on": one_of("device", "host"),
         **{
             name: at_least(1)
             for name in (

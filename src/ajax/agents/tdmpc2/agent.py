@@ -129,7 +129,7 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
             "next_obs": obs[0],
         }
         learner = update_lib.init_state(cfg, model, key, obs_dim)
-        buffer = sequence.init(row, n, capacity)
+        buffer = sequence.init(row, n, capacity, cfg.replay_on == "host", seed_key=key)
         return learner, T2Replay(buffer=buffer, visible=buffer.committed)
 
     def write(replay: T2Replay, tick, action, carry, ts) -> T2Replay:

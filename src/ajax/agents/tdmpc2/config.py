@@ -148,6 +148,8 @@ class TDMPC2Config(Validated):
         seed_steps: agent steps of uniform random actions before learning, then as many
             pretraining updates; None gives max(1000, 5 T).
         buffer_size: replay capacity in transitions (all envs together).
+        replay_on: "device" or "host" (the row fields but the flags in host memory; as
+            DreamerV3's, :mod:`ajax.buffers.host_store`).
         eval_freq: agent steps (all envs) between evaluations, the length of one chunk.
         eval_episodes: planned episodes (eval mode) per evaluation.
     """
@@ -187,11 +189,13 @@ class TDMPC2Config(Validated):
     action_repeat: int = 1
     seed_steps: int | None = None
     buffer_size: int = 1_000_000
+    replay_on: str = "device"
     eval_freq: int = 2_000
     eval_episodes: int = 10
 
     RULES = {
         "model_size": one_of(*sorted(_MODEL_SIZES)),
+        "replay_on": one_of("device", "host"),
         **{name: Rule(lo=1, optional=True)
            for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair

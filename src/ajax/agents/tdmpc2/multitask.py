@@ -129,6 +129,11 @@ class MultitaskTDMPC2(Algorithm):
                 "multi-task tdmpc2 trains on the dataset's own steps, non-episodic: drop "
                 "--episodic and --action-repeat (the data records its repeat)"
             )
+        if self.config.replay_on != "device":
+            raise ValueError(
+                "multi-task tdmpc2 samples its dataset, which it holds whole on the device; "
+                "drop --replay-on"
+            )
         if task_set is not None and task_set not in TASK_SETS:
             raise ValueError(f"unknown --task-set {task_set!r}; known: {', '.join(TASK_SETS)}")
         data = load_dataset(dataset, TASK_SETS.get(task_set))
