@@ -4,7 +4,9 @@ Run from the repository root: ``python benchmarks/dreamerv3_speed.py [--sizes 1m
 Shapes follow the official defaults: batch 16 x 64 (+ 1 context row), vector observations of
 a small task (5 features, 1 continuous action: the shapes at which the official size1m has
 637,446 parameters). Times are medians of compiled calls (compilation timed separately).
-FLOPs are matmul FLOPs counted from the jaxpr (scans times their length).
+FLOPs are matmul FLOPs counted from the jaxpr (scans times their length). The last table
+times the same jitted run with the replay on the device and with its rows in host memory
+(``--replay-on host``), side by side, on an image env (``--replay-env``).
 
 This script times Ajax only. The side-by-side ratio the project asks for needs the official
 danijar/dreamerv3 in its own interpreter; that harness is not here yet (see the issue notes),
@@ -72,9 +74,11 @@ def bench_size(size: str, repeats: int) -> dict:
     )
 
 
-def bench_run(size: str, steps: int, ratio: float) -> float:
-    cfg = DreamerV3Config.preset(size, train_ratio=ratio, eval_freq=steps, eval_episodes=1)
-    algo = DreamerV3("CartPole-v1", cfg)
+def bench_run(size: str, steps: int, ratio: float, env: str = "CartPole-v1",
+              replay_on: str = "device") -> float:  # fmt: skip
+    cfg = DreamerV3Config.preset(size, train_ratio=ratio, eval_freq=steps, eval_episodes=1,
+                                 replay_on=replay_on)  # fmt: skip
+    algo = DreamerV3(env, cfg)
     algo.train(seed=0, total_steps=steps)  # compile and warm
     start = time.perf_counter()
     jax.block_until_ready(algo.train(seed=1, total_steps=steps).state)
@@ -87,6 +91,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--run-steps", type=int, default=1000)
     parser.add_argument("--run-ratio", type=float, default=512.0)
+    parser.add_argument("--replay-env", default="Breakout-MinAtar")
     args = parser.parse_args()
     print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     mm = matmul_gflops(1024, 1024, 1024, 10)
@@ -104,6 +109,13 @@ def main() -> None:
     print(
         f"whole jitted run, size {args.sizes[0]}, CartPole-v1, ratio {args.run_ratio:g}, "
         f"{args.run_steps} steps: {sps:.1f} env steps/s"
+    )
+    rates = {where: bench_run(args.sizes[0], args.run_steps, args.run_ratio, args.replay_env,
+                              where) for where in ("device", "host")}  # fmt: skip
+    print(
+        f"replay placement, size {args.sizes[0]}, {args.replay_env}, ratio {args.run_ratio:g}: "
+        f"device {rates['device']:.1f}, host {rates['host']:.1f} env steps/s, "
+        f"host/device {rates['host'] / rates['device']:.2f}x"
     )
 
 
