@@ -11,9 +11,14 @@ with ``seed_batching="map"`` every seed runs unbatched, and the run is bitwise t
 1, 2 and 4 devices. That holds for SAC, PPO and TD-MPC2 (all but a logged metric, see
 ``sharded_runs._bitwise_equal``). DreamerV3's does not: its parameters after 100 steps differ
 by up to 4e-9 between a seed run alone and the same seed on a device of a sharded run, within
-the tolerance: its world-model loss is bitwise equal inside and outside ``shard_map``, but the
-loss's gradient in the RSSM and encoder parameters is not (a bias gradient by 6e-4), so the
-backward pass through the observe scan sums in another order there (measured 2026-12-05).
+the tolerance. The cause is the compile for more than one device, not ``shard_map``: the same
+segment in ``shard_map`` over a one-device mesh is bitwise the seed alone, and ``jax.pmap``
+over 4 devices differs by the same 1.9e-9. XLA compiles a program for N > 1 partitions
+through its SPMD pipeline, and the optimised HLO differs (5 while loops against 4, 270 sqrt
+against 268, other fusions), so the world-model gradient through the observe scan rounds
+differently (a bias gradient by 6e-4). The one-device program jitted on each device in turn
+is bitwise the seed alone, but compiles once per device (19 s each for this tiny DreamerV3,
+no cache sharing across device ids), so it is not the layout (measured 2026-12-05).
 """
 
 from __future__ import annotations
