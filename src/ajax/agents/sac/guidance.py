@@ -17,7 +17,9 @@ removes the truncation bias plain MC regression has on time-limited tasks such a
 Measured on Pendulum-v1 (docs/model_free.md, "Expert guidance"): the imitation term is what
 lowers the steps to -250 (1,500 against 4,500 from scratch); the MC critic alone does not,
 since Q varies little with the action at Pendulum's dt and the fitted critic's best action is
-far from the expert's.
+far from the expert's. On a sparse task the fitted critic does lower them: on
+MountainCarContinuous-v0 SAC from scratch never clears 90 in 10,000 steps, pretrained it clears
+it at 2,000, with the rollout in the replay but an unfitted critic at 3,500-4,000.
 """
 
 from __future__ import annotations
