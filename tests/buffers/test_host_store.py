@@ -11,7 +11,7 @@ import pytest
 
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 from ajax.buffers import sequence as sq
-from ajax.buffers.host_store import HostStore
+from ajax.buffers.host_store import HostStore, host_stores
 from ajax.environments import make_env
 from ajax.training import loop
 from ajax.training.checkpoint import restore_checkpoint, save_checkpoint
@@ -61,7 +61,7 @@ def test_host_rows_are_the_device_replay_batch_for_batch():
     dev, host = filled(False), filled(True)
     assert set(host.rows) == set(sq.FLAG_FIELDS)
     assert set(sq.stored_fields(host)) == set(dev.rows)
-    assert sq.host_stores({"replay": host}) == [host.host]
+    assert host_stores({"replay": host}) == [host.host]
     for i in range(6):
         key = jax.random.PRNGKey(i)
         b_dev, i_dev, dev = sq.sample_dreamerv3(dev, key, 5, L)

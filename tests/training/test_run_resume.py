@@ -12,7 +12,7 @@ import ajax.training.run as run_module
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 from ajax.agents.sac import SAC, SACConfig
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
-from ajax.buffers.sequence import host_stores
+from ajax.buffers.host_store import host_stores
 from ajax.training.checkpoint import restore_checkpoint
 from ajax.training.io import read_jsonl
 from ajax.training.run import RunSpec, execute, prepare_run_dir

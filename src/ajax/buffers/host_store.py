@@ -47,6 +47,17 @@ class HostStore:
         return sum(rows * int(np.prod(s.shape)) * np.dtype(s.dtype).itemsize
                    for s in self.fields.values())  # fmt: skip
 
+    def ring_shapes(self) -> dict[str, jax.ShapeDtypeStruct]:
+        """Each field's rings ``[N_env, capacity, ...]``, as a device replay would hold them."""
+        lead = (self.num_envs, self.capacity)
+        return {k: jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype)
+                for k, s in self.fields.items()}  # fmt: skip
+
+    def split(self, fields: Mapping) -> tuple[dict, dict]:
+        """``fields`` as (those kept on the device, those held here)."""
+        return ({k: v for k, v in fields.items() if k not in self.fields},
+                {k: v for k, v in fields.items() if k in self.fields})  # fmt: skip
+
     def _empty(self) -> dict[str, np.ndarray]:
         lead = (self.num_envs, self.capacity)
         return {k: np.zeros(lead + tuple(s.shape), s.dtype) for k, s in self.fields.items()}
@@ -116,6 +127,14 @@ class HostStore:
     def scatter(self, ref: jax.Array, env: jax.Array, pos: jax.Array, fields) -> jax.Array:
         """``rings[env, pos] = value`` for each field given, where ``pos < capacity``."""
         return _call(self._scatter, REF, ref, env, pos, dict(fields))
+
+
+def host_stores(tree) -> list[HostStore]:
+    """The stores of every replay in ``tree`` that keeps rows here (a node whose ``host`` is a
+    :class:`HostStore`), each once: what a checkpoint saves beside the tree."""
+    holds = lambda x: isinstance(getattr(x, "host", None), HostStore)
+    stores = [x.host for x in jax.tree.leaves(tree, is_leaf=holds) if holds(x)]
+    return list({id(s): s for s in stores}.values())
 
 
 def _next(ref) -> np.ndarray:

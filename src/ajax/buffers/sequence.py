@@ -152,28 +152,12 @@ def init(
 
 def stored_fields(state: SequenceReplayState) -> dict[str, PyTree]:
     """Every stored field, ``[N_env, capacity, ...]``: arrays on the device, shapes of host rows."""
-    if state.host is None:
-        return dict(state.rows)
-    lead = (state.added.shape[-1], state.capacity)
-    host = {k: jax.ShapeDtypeStruct(lead + tuple(s.shape), s.dtype)
-            for k, s in state.host.fields.items()}  # fmt: skip
-    return {**state.rows, **host}
+    return dict(state.rows) if state.host is None else {**state.rows, **state.host.ring_shapes()}
 
 
 def _split_host(state: SequenceReplayState, fields: dict) -> tuple[dict, dict]:
     """``fields`` as (the device's, the host's)."""
-    if state.host is None:
-        return fields, {}
-    on_host = state.host.fields
-    return ({k: v for k, v in fields.items() if k not in on_host},
-            {k: v for k, v in fields.items() if k in on_host})  # fmt: skip
-
-
-def host_stores(tree: PyTree) -> list[HostStore]:
-    """The host stores of every replay in ``tree`` (what a checkpoint saves beside it)."""
-    found = jax.tree.leaves(tree, is_leaf=lambda x: isinstance(x, SequenceReplayState))
-    stores = [x.host for x in found if isinstance(x, SequenceReplayState) and x.host is not None]
-    return list({id(s): s for s in stores}.values())
+    return (fields, {}) if state.host is None else state.host.split(fields)
 
 
 def _check_rows(state: SequenceReplayState, rows: Mapping[str, PyTree], lead: tuple) -> list:

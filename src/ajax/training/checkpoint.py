@@ -31,7 +31,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from ajax.buffers.sequence import host_stores
+from ajax.buffers.host_store import host_stores
 from ajax.training.io import read_json, write_json_atomic
 
 MANIFEST = "MANIFEST.json"

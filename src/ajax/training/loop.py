@@ -30,7 +30,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from ajax.buffers.sequence import host_stores
+from ajax.buffers.host_store import host_stores
 from ajax.environments.normalize import obs_moments, pooled_moments, reset_for_eval
 from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
 from ajax.training.sharding import constrain_data

@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ajax.buffers.sequence import host_stores
+from ajax.buffers.host_store import host_stores
 from ajax.environments.types import EnvSpec
 from ajax.training.loop import ReplayAgent, Tick
 
