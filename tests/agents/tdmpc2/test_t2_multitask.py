@@ -10,7 +10,13 @@ import pytest
 
 from ajax.agents.tdmpc2.config import PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import reduce_pair
-from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2, TaskData, sample_windows, stack_tasks
+from ajax.agents.tdmpc2.multitask import (
+    MultitaskTDMPC2,
+    TaskData,
+    episode_weights,
+    sample_windows,
+    stack_tasks,
+)
 from ajax.agents.tdmpc2.networks import Q_members, WorldModel
 from ajax.agents.tdmpc2.planner import draw_plan_noise, plan
 from ajax.agents.tdmpc2.policy import gaussian_logprob, head_scaled_entropy, sample_squashed
@@ -210,20 +216,27 @@ def test_official_rows_become_episodes_with_each_tasks_own_widths():
         official_to_episodes(obs, action, reward, task, ("x",))
 
 
-def test_windows_stay_inside_one_episode_of_one_task():
-    # obs encode (episode, step): a window must read consecutive steps of one episode
-    e, length = 6, 12
-    lengths = [12, 5, 12, 3, 8, 12]
+LENGTHS = [12, 5, 12, 3, 8, 12]
+
+
+def _episode_data() -> TaskData:
+    """Six episodes (tasks 0, 0, 0, 1, 1, 1) whose obs encode (episode, step)."""
+    e, length = len(LENGTHS), 12
     obs = np.zeros((e, length + 1, 2), np.float32)
     obs[..., 0] = np.arange(e)[:, None]
     obs[..., 1] = np.arange(length + 1)[None, :]
     data = TaskData(obs=obs, action=np.zeros((e, length, 1), np.float32),
                     reward=np.zeros((e, length), np.float32),
                     terminated=np.zeros((e, length), bool),
-                    length=np.asarray(lengths, np.int32), task=np.array([0, 0, 0, 1, 1, 1]))  # fmt: skip
+                    length=np.asarray(LENGTHS, np.int32), task=np.array([0, 0, 0, 1, 1, 1]))  # fmt: skip
+    return TaskData(*map(jnp.asarray, data))
+
+
+def test_windows_stay_inside_one_episode_of_one_task():
+    # a window must read consecutive steps of one episode
+    lengths, data = LENGTHS, _episode_data()
     horizon = 4
     valid = jnp.asarray(np.nonzero(np.asarray(lengths) >= horizon)[0])
-    data = TaskData(*map(jnp.asarray, data))
     batch, task = jax.jit(sample_windows, static_argnums=(3, 4))(
         data, valid, jax.random.key(0), 512, horizon
     )
@@ -233,6 +246,23 @@ def test_windows_stay_inside_one_episode_of_one_task():
     assert 3 not in ep  # 3 steps < horizon
     np.testing.assert_array_equal(task, np.asarray(data.task)[ep[:, 0].astype(int)])
     assert set(np.unique(t[:, 0])) == set(range(9))  # every start of the 12-step episodes
+
+
+def test_task_sampling_gives_every_task_an_equal_share():
+    # valid episodes 0, 1, 2 (task 0) and 4, 5 (task 1; 3 is shorter than the horizon):
+    # "episode" draws task 1 for 2/5 of the windows, "task" for 1/2 (1/6 per task-0 episode)
+    horizon, data = 4, _episode_data()
+    valid = np.nonzero(np.asarray(LENGTHS) >= horizon)[0]
+    p = episode_weights(np.asarray(data.task)[valid], "task")
+    np.testing.assert_allclose(p, [1 / 6, 1 / 6, 1 / 6, 1 / 4, 1 / 4], rtol=1e-6)
+    assert episode_weights(np.asarray(data.task)[valid], "episode") is None
+    sample = jax.jit(sample_windows, static_argnums=(3, 4))
+    shares = {}
+    for rule, weights in (("task", jnp.asarray(p)), ("episode", None)):
+        _, task = sample(data, jnp.asarray(valid), jax.random.key(1), 8192, horizon, weights)
+        shares[rule] = float(np.mean(np.asarray(task) == 1))
+    # binomial std over 8192 draws is 0.0055: 0.02 is more than 3.5 std
+    assert abs(shares["task"] - 0.5) < 0.02 and abs(shares["episode"] - 0.4) < 0.02, shares
 
 
 TINY = TDMPC2Config(

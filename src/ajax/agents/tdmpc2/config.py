@@ -132,6 +132,13 @@ class TDMPC2Config(Validated):
         dropout: dropout rate after the first layer of each Q member.
         task_dim: width of the task embedding of a multi-task model (config.yaml ``task_dim``;
             unused by single-task runs, where the reference sets it to 0).
+        task_sampling: how a multi-task offline run draws a window's episode: "episode"
+            (uniform over all episodes, the official SliceSampler's rule, the default) or
+            "task" (a task uniformly, then one of its episodes, so every task fills an equal
+            share of the batch). The two draw alike when every task holds as many episodes;
+            on a dataset whose tasks differ in episode count and length, "episode" gives the
+            tasks of few long episodes a small share (deviations.md T56). Unused by
+            single-task runs.
         planner: the MPPI constants.
         lr, enc_lr_scale, grad_clip_norm: Adam rate, the encoder's rate multiplier and the global
             clip norm of both optimisers.
@@ -169,6 +176,7 @@ class TDMPC2Config(Validated):
     log_std_max: float = 2.0
     dropout: float = 0.01
     task_dim: int = 96
+    task_sampling: str = "episode"
     planner: PlannerConfig = PlannerConfig()
     lr: float = 3e-4
     enc_lr_scale: float = 0.3
@@ -196,6 +204,7 @@ class TDMPC2Config(Validated):
     RULES = {
         "model_size": one_of(*sorted(_MODEL_SIZES)),
         "replay_on": one_of("device", "host"),
+        "task_sampling": one_of("episode", "task"),
         **{name: Rule(lo=1, optional=True)
            for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair

@@ -89,12 +89,26 @@ def stack_tasks(dataset: Dataset, tasks: TaskSet) -> TaskData:
     return TaskData(*(np.concatenate(xs) for xs in zip(*parts, strict=True)))
 
 
-def sample_windows(data: TaskData, valid: jax.Array, key, batch_size: int, horizon: int):
-    """B windows of H steps: an episode uniform over ``valid`` (those of >= H steps), then a
-    start uniform over its own (the single-task sampler's rule). Returns (batch-major
-    :class:`TDMPC2Slice`, task ids [B])."""
+def episode_weights(task: np.ndarray, rule: str) -> np.ndarray | None:
+    """Probability of drawing each valid episode (``task`` [V]: their task ids) by ``rule``:
+    None for "episode" (uniform over episodes), 1 / (the task's valid episodes) / (tasks
+    present) for "task", so every task fills an equal share of the batch."""
+    if rule == "episode":
+        return None
+    _, inverse, counts = np.unique(task, return_inverse=True, return_counts=True)
+    return (1.0 / (counts[inverse] * counts.size)).astype(np.float32)
+
+
+def sample_windows(data: TaskData, valid: jax.Array, key, batch_size: int, horizon: int,
+                   p: jax.Array | None = None):  # fmt: skip
+    """B windows of H steps: an episode drawn from ``valid`` (those of >= H steps), uniformly
+    or with probabilities ``p`` (:func:`episode_weights`), then a start uniform over its own
+    (the single-task sampler's rule). Returns (batch-major :class:`TDMPC2Slice`, task ids [B])."""
     k_ep, k_start = jax.random.split(key)
-    e = valid[jax.random.randint(k_ep, (batch_size,), 0, valid.shape[0])]
+    if p is None:
+        e = valid[jax.random.randint(k_ep, (batch_size,), 0, valid.shape[0])]
+    else:
+        e = jax.random.choice(k_ep, valid, (batch_size,), p=p)
     n_starts = data.length[e] - horizon + 1
     start = jnp.floor(jax.random.uniform(k_start, (batch_size,)) * n_starts).astype(jnp.int32)
     t = start[:, None] + jnp.arange(horizon + 1)[None, :]
@@ -194,6 +208,7 @@ class MultitaskTDMPC2(Algorithm):
         valid = np.nonzero(data.length >= horizon)[0]
         if valid.size == 0:
             raise DatasetError(f"no episode in the dataset has {horizon} steps (the horizon)")
+        p = episode_weights(data.task[valid], cfg.task_sampling)
         data, valid = jax.tree.map(jnp.asarray, data), jnp.asarray(valid, jnp.int32)
         discounts = jnp.asarray(tasks.discounts(cfg))
         per_chunk = cfg.eval_freq
@@ -205,7 +220,7 @@ class MultitaskTDMPC2(Algorithm):
 
         def one_update(agent, key):
             k_sample, k_update = jax.random.split(key)
-            batch, task = sample_windows(data, valid, k_sample, cfg.batch_size, horizon)
+            batch, task = sample_windows(data, valid, k_sample, cfg.batch_size, horizon, p)
             batch = update_lib.time_major(batch)
             return update_lib.update(cfg, model, discounts[task], agent, batch, k_update, task)
 
