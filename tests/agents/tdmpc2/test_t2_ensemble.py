@@ -1,4 +1,4 @@
-"""Spec 000 B9: TD-MPC2's Q ensemble (vmapped members) and its random-pair reductions."""
+"""Spec 000 B9: TD-MPC2's Q ensemble (stacked members) and its random-pair reductions."""
 
 import itertools
 
