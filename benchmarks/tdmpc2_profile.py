@@ -1,7 +1,7 @@
 """Where TD-MPC2's update spends its time: per-HLO-op times from a ``jax.profiler`` trace.
 
 Usage: ``python benchmarks/tdmpc2_profile.py [--size 5] [--repeats 5] [--top 15]``. Compiles
-one update (batch 256, horizon 3, walker-sized obs 24 and actions 6, as tdmpc2_speed.py),
+one update (tdmpc2_speed.update_problem: batch 256, horizon 3, walker-sized obs 24 and actions 6),
 times it, then runs it ``repeats`` times under the profiler and reads the Perfetto trace: every
 thunk XLA's CPU runtime executes is one event. Each op is put in one class by its HLO name and
 the ``op_name`` metadata JAX attaches (the module path it came from):
@@ -30,13 +30,10 @@ import tempfile
 import time
 
 import jax
-import jax.numpy as jnp
+from tdmpc2_speed import update_problem
 
-from ajax.agents.tdmpc2 import TDMPC2Config, WorldModel
-from ajax.agents.tdmpc2.update import init_state, update
-from ajax.buffers.windows import TDMPC2Slice
+from ajax.agents.tdmpc2.update import update
 
-OBS_DIM, ACTION_DIM = 24, 6
 RUNTIME = ("Thunk", "$", "Pjit", "Slinky", "Common", "block", "Threadpool", "end:")
 
 
@@ -83,17 +80,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
     jax.config.update("jax_default_matmul_precision", "highest")
-    cfg = TDMPC2Config.preset(args.size)
-    model = WorldModel(cfg, ACTION_DIM)
-    state = init_state(cfg, model, jax.random.PRNGKey(0), OBS_DIM)
-    H, B = cfg.planner.horizon, cfg.batch_size
-    k = jax.random.split(jax.random.PRNGKey(1), 3)
-    batch = TDMPC2Slice(
-        obs=jax.random.normal(k[0], (H + 1, B, OBS_DIM)),
-        action=jax.random.uniform(k[1], (H, B, ACTION_DIM), minval=-1, maxval=1),
-        reward=jax.random.normal(k[2], (H, B)),
-        terminated=jnp.zeros((H, B), bool),
-    )
+    cfg, model, state, batch = update_problem(args.size)
     step = jax.jit(lambda s, b, key: update(cfg, model, 0.99, s, b, key)[0])
     call = (state, batch, jax.random.PRNGKey(2))
     compiled = step.lower(*call).compile()

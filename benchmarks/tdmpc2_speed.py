@@ -74,7 +74,9 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
     return 2 * m * k * n / _median_ms(lambda x, y: x @ y, (a, b), repeats) / 1e6
 
 
-def bench_size(size: int, repeats: int) -> dict:
+def update_problem(size: int):
+    """(config, model, fresh state, random time-major batch) of the preset ``size`` on the
+    walker-sized task: the update every TD-MPC2 benchmark times."""
     cfg = TDMPC2Config.preset(size)
     model = WorldModel(cfg, ACTION_DIM)
     state = init_state(cfg, model, jax.random.PRNGKey(0), OBS_DIM)
@@ -86,6 +88,12 @@ def bench_size(size: int, repeats: int) -> dict:
         reward=jax.random.normal(k[2], (H, B)),
         terminated=jnp.zeros((H, B), bool),
     )
+    return cfg, model, state, batch
+
+
+def bench_size(size: int, repeats: int) -> dict:
+    cfg, model, state, batch = update_problem(size)
+    H, B = cfg.planner.horizon, cfg.batch_size
     planner, obs = ActState.create(1, H, ACTION_DIM), jnp.zeros((1, OBS_DIM))
 
     def step(s, b, key):
