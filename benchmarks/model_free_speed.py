@@ -71,7 +71,7 @@ def _time_compiled(train) -> float:
     return time.perf_counter() - t0
 
 
-def ajax_sac(steps: int) -> float:
+def ajax_sac(steps: int, make_only: bool = False):
     from ajax.agents.sac import SAC, SACConfig
 
     config = SACConfig(
@@ -87,7 +87,8 @@ def ajax_sac(steps: int) -> float:
         eval_freq=steps,  # one chunk: a single jitted scan and one evaluation at the end
         eval_episodes=1,
     )
-    return steps / _time_compiled(SAC(env="Pendulum-v1", config=config).make_train(steps))
+    train = SAC(env="Pendulum-v1", config=config).make_train(steps)
+    return train if make_only else steps / _time_compiled(train)
 
 
 def rejax_sac(steps: int) -> float:
@@ -193,7 +194,7 @@ def rejax_td3(steps: int) -> float:
 PPO_SET = dict(n_envs=16, n_steps=128, num_epochs=4, num_minibatches=4, lr=2.5e-4)
 
 
-def ajax_ppo(steps: int) -> float:
+def ajax_ppo(steps: int, make_only: bool = False):
     from ajax.agents.ppo import PPO, PPOConfig
 
     config = PPOConfig(
@@ -201,7 +202,8 @@ def ajax_ppo(steps: int) -> float:
         num_minibatches=PPO_SET["num_minibatches"], learning_rate=PPO_SET["lr"], anneal_lr=False,
         eval_freq=steps, eval_episodes=1,
     )  # fmt: skip
-    return steps / _time_compiled(PPO(env="CartPole-v1", config=config).make_train(steps))
+    train = PPO(env="CartPole-v1", config=config).make_train(steps)
+    return train if make_only else steps / _time_compiled(train)
 
 
 def rejax_ppo(steps: int) -> float:
@@ -297,14 +299,15 @@ def rejax_pqn(steps: int) -> float:
 CROSSQ_CRITIC = 1024  # sbx's default (the paper's 2048 is too slow for a 2-core benchmark)
 
 
-def ajax_crossq(steps: int) -> float:
+def ajax_crossq(steps: int, make_only: bool = False):
     from ajax.agents.crossq import CrossQ, CrossQConfig
 
     config = CrossQConfig(
         hidden=HIDDEN, critic_hidden=CROSSQ_CRITIC, batch_size=BATCH, buffer_size=steps,
         learning_starts=LEARNING_STARTS, eval_freq=steps, eval_episodes=1,
     )  # fmt: skip
-    return steps / _time_compiled(CrossQ(env="Pendulum-v1", config=config).make_train(steps))
+    train = CrossQ(env="Pendulum-v1", config=config).make_train(steps)
+    return train if make_only else steps / _time_compiled(train)
 
 
 def sbx_crossq(steps: int) -> float:

@@ -1,5 +1,17 @@
-"""Shared test configuration: float32, CPU, highest matmul precision for parity tests, and a
-persistent XLA compilation cache.
+"""Shared test configuration: float32, CPU, highest matmul precision for parity tests, LLVM -O1
+for XLA's CPU code, and a persistent XLA compilation cache.
+
+LLVM -O1 (``--xla_backend_optimization_level=1`` in ``XLA_FLAGS``): on two CPU cores compiling
+is most of the suite's time, and XLA's CPU backend spends most of a compile in LLVM's -O2
+pipeline. -O1 compiles the same optimised HLO into machine code with fewer LLVM passes
+(measured 2026-12-06, one core: a tiny TD-MPC2 run's program 87.6 s -> 35.7 s; the size-1
+update and plan run as fast, 182 / 142 ms against 188 / 154). Float results can move by
+rounding (measured after 100-300 steps: SAC bitwise equal, PPO 6e-8, a TD-MPC2 metric 1e-6,
+DreamerV3's LaProp moments more, see ``sharded_runs._max_diff``), so no test compares an
+-O1 number with a stored -O2 one bitwise; every bitwise test compares two runs of this
+process's flags. ``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default);
+the whole suite also passes at the default (the 2026-12-06 baseline run). The flag reaches
+the tests' subprocesses through the environment; helpers that set ``XLA_FLAGS`` keep it.
 
 The cache: many tests compile the same programs (a run, then its resume; the CLI's train then
 eval; every integrity test's tiny SAC), and on two CPU cores compiling is most of their time
@@ -12,7 +24,13 @@ tests' subprocesses too.
 import os
 from pathlib import Path
 
-import jax
+_OPT = os.environ.get("AJAX_TEST_XLA_OPT", "1")
+if _OPT and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    # before JAX starts its CPU backend, which reads XLA_FLAGS once
+    flags = os.environ.get("XLA_FLAGS", "") + f" --xla_backend_optimization_level={_OPT}"
+    os.environ["XLA_FLAGS"] = flags.strip()
+
+import jax  # noqa: E402
 
 jax.config.update("jax_platforms", "cpu")
 jax.config.update("jax_default_matmul_precision", "highest")

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+# added to the flags the suite runs with (conftest.py's LLVM -O1 comes through the environment)
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+)
 
 import dataclasses  # noqa: E402
 import json  # noqa: E402

@@ -40,9 +40,11 @@ def _free_port() -> int:
 
 def _env(devices: int = 1) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    env.pop("XLA_FLAGS", None)
+    # the suite's flags (conftest.py's LLVM -O1) without any device count, then this one's
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
     if devices > 1:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        flags.append(f"--xla_force_host_platform_device_count={devices}")
+    env["XLA_FLAGS"] = " ".join(flags)
     return env
 
 

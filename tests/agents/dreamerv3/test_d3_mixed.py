@@ -87,25 +87,33 @@ def test_mixed_modules_are_the_two_paths_side_by_side():
                                                  "dec_spaces": "image"}), obs_dim, shape)  # fmt: skip
     assert (enc_o, dec_o) == (enc_i, dec_i) and only.enc.token_dim == image.enc.token_dim
 
+    # one jitted program: op by op (a compile per op) this test took 97 s of the suite
+    img = ConvDecoder(shape, cfg.arch.depth, cfg.arch.units, cfg.arch.deter)
+
+    @jax.jit
+    def paths(key):
+        params = mixed.init(key, obs_dim)
+        x = jax.random.uniform(key, (3, obs_dim))
+        cnn = ConvEncoder(shape, cfg.arch.depth).apply({"params": params["enc"]["cnn"]}, x[:, :-v])
+        stored = mixed.enc.stored(x)
+        feat = jax.random.normal(key, (3, 512 + 32 * 4))
+        recon = mixed.apply("dec", params, feat)
+        want = img.loss(recon["image"], stored["image"]) + jnp.sum(
+            (recon["vector"] - jnp.sign(x[:, -v:]) * jnp.log1p(jnp.abs(x[:, -v:]))) ** 2, -1
+        )
+        return x, mixed.apply("enc", params, x), cnn, stored, mixed.dec.loss(recon, stored), want
+
+    x, tokens, cnn, stored, loss, want = paths(key)
     # the token: MLP output, then CNN output, each what its path gives alone
-    params = mixed.init(key, obs_dim)
-    x = jax.random.uniform(key, (3, obs_dim))
-    tokens = mixed.apply("enc", params, x)
-    cnn = ConvEncoder(shape, cfg.arch.depth).apply({"params": params["enc"]["cnn"]}, x[:, :-v])
     np.testing.assert_allclose(tokens[:, cfg.arch.units :], cnn, rtol=1e-6)
-    stored = mixed.enc.stored(x)
     assert stored["image"].dtype == jnp.uint8 and stored["vector"].dtype == jnp.float32
     np.testing.assert_array_equal(stored["vector"], x[:, -v:])
     # the loss is each part's loss added
-    feat = jax.random.normal(key, (3, 512 + 32 * 4))
-    recon = mixed.apply("dec", params, feat)
-    img = ConvDecoder(shape, cfg.arch.depth, cfg.arch.units, cfg.arch.deter)
-    want = img.loss(recon["image"], stored["image"]) + jnp.sum(
-        (recon["vector"] - jnp.sign(x[:, -v:]) * jnp.log1p(jnp.abs(x[:, -v:]))) ** 2, -1
-    )
-    np.testing.assert_allclose(mixed.dec.loss(recon, stored), want, rtol=1e-6)
+    np.testing.assert_allclose(loss, want, rtol=1e-6)
 
 
+@pytest.mark.slow  # ~70 s in the default run; its parts are the module test above and
+# test_d3_pixels.py's MinAtar run (the image path through the jitted loop)
 def test_dreamerv3_mixed_run_is_jitted_over_two_seeds():
     """An image with features, 2 vmapped seeds in one jitted run: the replay keeps the image as
     bytes beside the float features, and the losses are finite."""
