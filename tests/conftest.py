@@ -3,13 +3,14 @@ for XLA's CPU code, and a persistent XLA compilation cache.
 
 LLVM -O1 (``--xla_backend_optimization_level=1`` in ``XLA_FLAGS``): on two CPU cores compiling
 is most of the suite's time, and XLA's CPU backend spends most of a compile in LLVM's -O2
-pipeline. -O1 compiles the same optimised HLO into machine code with fewer LLVM passes
-(measured 2026-12-06, one core: a tiny TD-MPC2 run's program 87.6 s -> 35.7 s; the size-1
-update and plan run as fast, 182 / 142 ms against 188 / 154). Float results can move by
-rounding (measured after 100-300 steps: SAC bitwise equal, PPO 6e-8, a TD-MPC2 metric 1e-6,
-DreamerV3's LaProp moments more, see ``sharded_runs._max_diff``), so no test compares an
--O1 number with a stored -O2 one bitwise; every bitwise test compares two runs of this
-process's flags. ``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default);
+pipeline. -O1 compiles the same optimised HLO (checked: TD-MPC2's size-1 update, identical
+text) into machine code with fewer LLVM passes (measured 2026-12-06, one core: a tiny TD-MPC2
+run's program 87.6 s -> 35.7 s; the size-1 update and plan run as fast, 182 / 142 ms against
+188 / 154; benchmarks/compile_speed.py). Float results can move by rounding, and training
+carries that along (tiny runs of 100-300 steps, 2 seeds, every state leaf: SAC bitwise equal;
+PPO 32 of 62 leaves by up to 6e-8; TD-MPC2 2 of 205 by up to 1e-6; DreamerV3 235 of 315 by
+up to 7e-4 on values near 1.6), so no test compares an -O1 number with a stored -O2 one
+bitwise; every bitwise test compares two runs made with this process's flags. ``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default);
 the whole suite also passes at the default (the 2026-12-06 baseline run). The flag reaches
 the tests' subprocesses through the environment; helpers that set ``XLA_FLAGS`` keep it.
 
