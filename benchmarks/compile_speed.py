@@ -24,84 +24,37 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 AGENTS = ("sac", "ppo", "crossq", "tdmpc2", "dreamerv3")
 
 
-def _compile(fn, *args):
-    """(compiled, seconds to lower and compile)."""
-    import jax
-
-    t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    return compiled, time.perf_counter() - t0
-
-
-def _median_s(compiled, args, repeats: int) -> float:
-    import jax
-    import numpy as np
-
-    jax.block_until_ready(compiled(*args))  # warm
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def measure(agent: str) -> dict:
-    """{'compile_s', 'run_s'} of one agent in this interpreter."""
-    import jax
-
+    """{'compile_s', 'run_s'} of one agent in this interpreter (the problems and timers are the
+    other benchmarks')."""
     sys.path.insert(0, os.path.dirname(__file__))
-    key = jax.random.PRNGKey(0)
     if agent in ("sac", "ppo", "crossq"):
         import model_free_speed as mf
 
         builders = {"sac": mf.ajax_sac, "ppo": mf.ajax_ppo, "crossq": mf.ajax_crossq}
-        steps = mf.DEFAULT_STEPS[agent]
-        train = builders[agent](steps, make_only=True)
-        compiled, compile_s = _compile(train, key)
-        t0 = time.perf_counter()
-        jax.block_until_ready(compiled(key))
-        return {"compile_s": compile_s, "run_s": time.perf_counter() - t0}
+        train = builders[agent](mf.DEFAULT_STEPS[agent], make_only=True)
+        compile_s, run_s = mf.compile_and_run(train)
+        return {"compile_s": compile_s, "run_s": run_s}
     if agent == "tdmpc2":
-        import jax.numpy as jnp
-        import tdmpc2_speed as ts
+        from tdmpc2_speed import compile_and_time, update_and_plan
 
-        from ajax.agents.tdmpc2.act import ActState, act
-        from ajax.agents.tdmpc2.update import update
+        _, update, plan = update_and_plan(1)
+        compile_update, ms_update = compile_and_time(*update, 10)
+        compile_plan, ms_plan = compile_and_time(*plan, 10)
+        return {"compile_s": compile_update + compile_plan, "run_s": (ms_update + ms_plan) / 1e3}
+    from dreamerv3_speed import train_problem
+    from tdmpc2_speed import compile_and_time
 
-        cfg, model, state, batch = ts.update_problem(1)
-        step = lambda s, b, k: update(cfg, model, 0.99, s, b, k)[0]
-        plan = lambda p, a, o, k: act(cfg, model, 0.99, p, a, o, k, False)
-        planner = ActState.create(1, cfg.planner.horizon, ts.ACTION_DIM)
-        plan_args = (state.params, planner, jnp.zeros((1, ts.OBS_DIM)), key)
-        c_update, s_update = _compile(step, state, batch, key)
-        c_plan, s_plan = _compile(plan, *plan_args)
-        return {
-            "compile_s": s_update + s_plan,
-            "run_s": _median_s(c_update, (state, batch, key), 10)
-            + _median_s(c_plan, plan_args, 10),
-        }
-    import dreamerv3_speed as ds
-
-    from ajax.agents.dreamerv3 import DreamerV3Config
-    from ajax.agents.dreamerv3.model import Nets
-    from ajax.agents.dreamerv3.rssm import initial_state
-    from ajax.agents.dreamerv3.update import init_state, train_step
-
-    cfg = DreamerV3Config.preset("1m")
-    nets = Nets.create(cfg, ds.OBS_DIM, ds.ACTION_DIM, False)
-    args = (init_state(cfg, nets, key, ds.OBS_DIM), ds._batch(cfg, key),
-            initial_state(cfg.rssm(ds.ACTION_DIM, False), cfg.batch_size), key)  # fmt: skip
-    compiled, compile_s = _compile(lambda s, b, st, k: train_step(cfg, nets, s, b, st, k)[0], *args)
-    return {"compile_s": compile_s, "run_s": _median_s(compiled, args, 5)}
+    _, _, step, args = train_problem("1m")
+    compile_s, ms = compile_and_time(step, args, 5)
+    return {"compile_s": compile_s, "run_s": ms / 1e3}
 
 
-def child(level: str, agents: list[str]) -> None:
+def child(agents: list[str]) -> None:
     for agent in agents:
         print("RESULT " + json.dumps({"agent": agent, **measure(agent)}), flush=True)
 
@@ -117,7 +70,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown agents {unknown}; choose from {', '.join(AGENTS)}")
     if args.child is not None:
-        return child(args.child, agents)
+        return child(agents)
     rows = {}
     for level in args.levels:
         flags = [

@@ -24,7 +24,12 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tdmpc2_speed import _median_ms, matmul_flops, matmul_gflops  # noqa: E402
+from tdmpc2_speed import (  # noqa: E402
+    _median_ms,
+    compile_and_time,
+    matmul_flops,
+    matmul_gflops,
+)
 
 from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config  # noqa: E402
 from ajax.agents.dreamerv3.losses import Batch  # noqa: E402
@@ -48,19 +53,23 @@ def _batch(cfg: DreamerV3Config, key):
     )
 
 
-def bench_size(size: str, repeats: int) -> dict:
+def train_problem(size: str):
+    """(config, nets, train step, its args: fresh state, random batch, start latents, key) of
+    the preset ``size``: the train step the DreamerV3 benchmarks time."""
     cfg = DreamerV3Config.preset(size)
     nets = Nets.create(cfg, OBS_DIM, ACTION_DIM, False)
     state = init_state(cfg, nets, jax.random.PRNGKey(0), OBS_DIM)
     batch = _batch(cfg, jax.random.PRNGKey(1))
     start = initial_state(cfg.rssm(ACTION_DIM, False), cfg.batch_size)
-    key = jax.random.PRNGKey(2)
     step = lambda s, b, st, k: train_step(cfg, nets, s, b, st, k)[0]
-    t0 = time.perf_counter()
-    jax.jit(step).lower(state, batch, start, key).compile()
-    compile_s = time.perf_counter() - t0
-    train_ms = _median_ms(step, (state, batch, start, key), repeats)
-    flops = matmul_flops(jax.make_jaxpr(step)(state, batch, start, key).jaxpr)
+    return cfg, nets, step, (state, batch, start, jax.random.PRNGKey(2))
+
+
+def bench_size(size: str, repeats: int) -> dict:
+    cfg, nets, step, args = train_problem(size)
+    state, key = args[0], args[-1]
+    compile_s, train_ms = compile_and_time(step, args, repeats)
+    flops = matmul_flops(jax.make_jaxpr(step)(*args).jaxpr)
     carry = init_carry(cfg, 1, ACTION_DIM, False)
     obs, first = jnp.zeros((1, OBS_DIM)), jnp.ones((1,), bool)
     pol = lambda p, c, o, f, k: act(nets, p, c, o, f, k, False)

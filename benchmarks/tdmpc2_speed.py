@@ -58,15 +58,23 @@ def matmul_flops(jaxpr: jcore.Jaxpr) -> int:
     return total
 
 
-def _median_ms(fn, args, repeats):
+def compile_and_time(fn, args, repeats) -> tuple[float, float]:
+    """(seconds to lower and compile ``jax.jit(fn)`` for ``args``, median ms of ``repeats``
+    compiled calls after one that warms the caches)."""
+    start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
     jax.block_until_ready(compiled(*args))  # warm the caches
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         jax.block_until_ready(compiled(*args))
         times.append(1e3 * (time.perf_counter() - start))
-    return float(np.median(times))
+    return compile_s, float(np.median(times))
+
+
+def _median_ms(fn, args, repeats):
+    return compile_and_time(fn, args, repeats)[1]
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
@@ -91,10 +99,11 @@ def update_problem(size: int):
     return cfg, model, state, batch
 
 
-def bench_size(size: int, repeats: int) -> dict:
+def update_and_plan(size: int):
+    """(config, (update, its args), (one planning step, its args)) of :func:`update_problem`:
+    the two calls the TD-MPC2 benchmarks time."""
     cfg, model, state, batch = update_problem(size)
-    H, B = cfg.planner.horizon, cfg.batch_size
-    planner, obs = ActState.create(1, H, ACTION_DIM), jnp.zeros((1, OBS_DIM))
+    planner = ActState.create(1, cfg.planner.horizon, ACTION_DIM)
 
     def step(s, b, key):
         return update(cfg, model, 0.99, s, b, key)[0]
@@ -103,7 +112,13 @@ def bench_size(size: int, repeats: int) -> dict:
         return act(cfg, model, 0.99, p, a, o, key, False)
 
     update_args = (state, batch, jax.random.PRNGKey(2))
-    plan_args = (state.params, planner, obs, jax.random.PRNGKey(3))
+    plan_args = (state.params, planner, jnp.zeros((1, OBS_DIM)), jax.random.PRNGKey(3))
+    return cfg, (step, update_args), (plan, plan_args)
+
+
+def bench_size(size: int, repeats: int) -> dict:
+    cfg, (step, update_args), (plan, plan_args) = update_and_plan(size)
+    H, B = cfg.planner.horizon, cfg.batch_size
     width = cfg.arch.mlp_dim
     return {
         "update_ms": _median_ms(step, update_args, repeats),

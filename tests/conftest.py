@@ -10,9 +10,10 @@ run's program 87.6 s -> 35.7 s; the size-1 update and plan run as fast, 182 / 14
 carries that along (tiny runs of 100-300 steps, 2 seeds, every state leaf: SAC bitwise equal;
 PPO 32 of 62 leaves by up to 6e-8; TD-MPC2 2 of 205 by up to 1e-6; DreamerV3 235 of 315 by
 up to 7e-4 on values near 1.6), so no test compares an -O1 number with a stored -O2 one
-bitwise; every bitwise test compares two runs made with this process's flags. ``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default);
-the whole suite also passes at the default (the 2026-12-06 baseline run). The flag reaches
-the tests' subprocesses through the environment; helpers that set ``XLA_FLAGS`` keep it.
+bitwise; every bitwise test compares two runs made with this process's flags.
+``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default); the whole suite also
+passes at the default (the 2026-12-06 baseline run). The flag reaches the tests'
+subprocesses through the environment; helpers that set ``XLA_FLAGS`` keep it.
 
 The cache: many tests compile the same programs (a run, then its resume; the CLI's train then
 eval; every integrity test's tiny SAC), and on two CPU cores compiling is most of their time
