@@ -2,10 +2,10 @@
 
 ``python sharded_runs.py AGENT OUT_DIR`` trains AGENT's tiny config with 4 seeds on one device
 and sharded over 4 devices (a run directory), resumes that directory on 1 and on 2 devices, and
-prints one JSON object of measurements (the test asserts on them). ``python sharded_runs.py
-AGENT OUT_DIR data`` trains 2 seeds on one device and in the data layout over 4 devices;
-``data-flops`` also measures each device's share of a chunk's FLOPs (XLA's cost analysis of the
-compiled chunk).
+prints one JSON object of measurements (the test asserts on them). ``... AGENT OUT_DIR
+bitwise`` compares 4 seeds on 4 devices with the same seeds on one device. ``... AGENT OUT_DIR
+data`` trains 2 seeds on one device and in the data layout over 4 devices; ``data-flops`` also
+measures each device's share of a chunk's FLOPs (XLA's cost analysis of the compiled chunk).
 """
 
 from __future__ import annotations
@@ -134,6 +134,21 @@ def main(agent: str, out: Path) -> dict:
     return result
 
 
+def bitwise(agent: str) -> dict:
+    """4 seeds sharded over 4 devices (one seed each) against one device running the same 4
+    seeds one after another (``seed_batching="map"``): the default run's bitwise check."""
+    cls, env, steps, config = AGENTS[agent]
+    four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4, devices=4)
+    one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=4, seed_batching="map")
+    return {
+        "devices": len(jax.devices()),
+        "shard_seeds": sorted({x.addressable_shards[0].data.shape[0]
+                               for x in jax.tree.leaves(four.state)}),
+        "bitwise": _bitwise_equal(one.state, four.state),
+        "param_diff": _max_diff(one.state.agent, four.state.agent),
+    }  # fmt: skip
+
+
 def _chunk_flops(algo, chunks, devices: int | None) -> float:
     """FLOPs one device runs in a compiled chunk of 2 vmapped seeds (data layout over
     ``devices``, or one device)."""
@@ -174,7 +189,9 @@ def data_parallel(agent: str, flops: bool) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[3:4] in (["data"], ["data-flops"]):
+    if sys.argv[3:4] == ["bitwise"]:
+        print("RESULT " + json.dumps(bitwise(sys.argv[1])))
+    elif sys.argv[3:4] in (["data"], ["data-flops"]):
         print("RESULT " + json.dumps(data_parallel(sys.argv[1], sys.argv[3] == "data-flops")))
     else:
         print("RESULT " + json.dumps(main(sys.argv[1], Path(sys.argv[2]))))

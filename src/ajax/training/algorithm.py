@@ -67,16 +67,19 @@ def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | N
 
 
 def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None,
-                  batching: str = "vmap"):  # fmt: skip
+                  batching: str = "vmap", compiler_options: dict | None = None):  # fmt: skip
     """The jitted :func:`segment_fn` over every seed, sharded over ``mesh`` when given
     (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
-    vmapped init from keys). Returns a host callable ``x -> (states, records)``. Records reach
+    vmapped init from keys); ``compiler_options`` go to XLA (``Algorithm.compiler_options``).
+    Returns a host callable ``x -> (states, records)``. Records reach
     ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
     callback inside ``shard_map`` would see one device's block of seeds only (and an ordered
     callback is refused in a program partitioned over several devices)."""
     segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None, batching)
     body = segment if prepare is None else (lambda x: segment(prepare(x)))
-    jitted = jax.jit(over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)))
+    jitted = jax.jit(
+        over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)), compiler_options=compiler_options
+    )
 
     def run(x):
         with mesh_context(mesh):
@@ -104,6 +107,8 @@ class Algorithm:
     data_parallel: ClassVar[bool] = False
     # its config's replay_on can keep the replay rows in host memory (ajax.buffers.host_store)
     host_replay: ClassVar[bool] = False
+    # XLA options for the jitted run (init and segments), e.g. sharding.SAME_ON_ANY_LAYOUT
+    compiler_options: ClassVar[dict | None] = None
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
         self.config = self.config_cls() if config is None else config
@@ -220,7 +225,8 @@ class Algorithm:
         return evaluate(self.eval_env, self.policy(), agent_state, key, episodes, env_state)
 
     def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
-        """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like."""
+        """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like (pass
+        ``compiler_options=self.compiler_options`` to ``jax.jit`` to round as :meth:`train`)."""
         chunks = self.make_chunks(total_steps)
         segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
 
@@ -255,7 +261,8 @@ class Algorithm:
         chunks = self.make_chunks(total_steps)
         keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
         run = seeds_segment(chunks.run_chunk, chunks.n_chunks, on_record, mesh,
-                            prepare=per_seed(chunks.init, seed_batching), batching=seed_batching)  # fmt: skip
+                            prepare=per_seed(chunks.init, seed_batching), batching=seed_batching,
+                            compiler_options=self.compiler_options)  # fmt: skip
         states, records = run(shard_seeds(keys, mesh))
         states = to_host(states)  # whole on every process of a multi-process run
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]

@@ -210,7 +210,14 @@ def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None, ba
     while done_chunks < chunks.n_chunks:
         n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
         if n not in segments:
-            segments[n] = seeds_segment(chunks.run_chunk, n, logger, mesh, batching=batching)
+            segments[n] = seeds_segment(
+                chunks.run_chunk,
+                n,
+                logger,
+                mesh,
+                batching=batching,
+                compiler_options=algo.compiler_options,
+            )
         state, records = segments[n](state)
         jax.block_until_ready(state)
         whole = to_host(state)
@@ -268,7 +275,7 @@ def execute(
         keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
         with mesh_context(mesh):
             init = per_seed(chunks.init, seed_batching)
-            state = jax.jit(over_seeds(init, mesh))(keys)
+            state = jax.jit(over_seeds(init, mesh), compiler_options=algo.compiler_options)(keys)
         per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
     else:
         run = algo.host_run(spec.steps, seeds)

@@ -35,6 +35,19 @@ from ajax.partition import constrain_data  # noqa: F401  (the data layout's one 
 
 SEEDS = PartitionSpec("seeds")
 CHUNKS_THEN_SEEDS = PartitionSpec(None, "seeds")
+
+# XLA options (``jax.jit(..., compiler_options=...)``) under which a program rounds the same on
+# one device and inside a ``shard_map`` over several. XLA compiles a program for more than one
+# device through its SPMD pipeline, whose cleanup runs common-subexpression elimination (CSE)
+# before the main simplification passes; a one-device compile skips that pipeline, and the
+# algebraic simplifier then rewrites a differently shaped program (measured on DreamerV3's size1m
+# train step at batch 2 x 8: 72 of 260 state leaves differ after one update, by up to 2.2e-8).
+# With CSE off in both compiles the two are bitwise equal (the simplifier off also gave that).
+# Agents that need it set ``Algorithm.compiler_options`` to this; it costs DreamerV3 nothing
+# measurable (size1m train step 532 ms either way) and PPO's whole run about 6%, so it is not
+# the default (benchmarks/compile_speed.py's problems, 2026-12-06).
+SAME_ON_ANY_LAYOUT: dict[str, str] = {"xla_disable_hlo_passes": "cse"}
+
 PARALLEL = ("seeds", "data")
 
 
@@ -119,7 +132,8 @@ def per_seed(fn, batching: str = "vmap"):
     2.31 s vmapped over one seed, 1.31 s unbatched; ``benchmarks/model_free_speed.py``).
     ``"map"`` gives up the batching for exactness: each seed is bitwise the seed run alone, on
     one device or sharded by :func:`over_seeds` over any number (tests/training/
-    test_sharding.py: SAC, PPO and TD-MPC2; DreamerV3 within float rounding). Under :func:`over_seeds` a device's block of one seed runs
+    test_sharding.py: SAC, PPO, TD-MPC2 and DreamerV3, the last with
+    :data:`SAME_ON_ANY_LAYOUT`). Under :func:`over_seeds` a device's block of one seed runs
     unbatched either way.
     """
     check_batching(batching)

@@ -52,6 +52,7 @@ from ajax.environments.wrappers import ExplicitReset
 from ajax.training.algorithm import Chunks, n_chunks_for
 from ajax.training.host_loop import ReplayAlgorithm
 from ajax.training.loop import ReplayAgent, make_loop
+from ajax.training.sharding import SAME_ON_ANY_LAYOUT
 
 
 class DreamerV3(ReplayAlgorithm):
@@ -70,6 +71,8 @@ class DreamerV3(ReplayAlgorithm):
     images = True  # the CNN encoder and decoder of conv.py
     mixed = True  # an image with vector features: both paths (mixed.py)
     host_wrap = HostExplicitReset  # hold ticks on host simulators too
+    # the same rounding on one device and on several (seed sharding bitwise)
+    compiler_options = SAME_ON_ANY_LAYOUT
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
         repeat = (config or DreamerV3Config()).action_repeat
