@@ -20,7 +20,7 @@ import os
 import time
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--agent", default="sac", choices=["sac", "td3", "ppo", "tdmpc2"])
+parser.add_argument("--agent", default="sac", choices=["sac", "td3", "ppo", "tdmpc2", "dreamerv3"])
 parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4])
 parser.add_argument("--seeds-per-device", type=int, nargs="+", default=[1, 2, 4])
 parser.add_argument("--steps", type=int, default=2000)
@@ -39,6 +39,7 @@ if "cuda" not in os.environ.get("JAX_PLATFORMS", "") and "--xla_force_host" not 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config  # noqa: E402
 from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
 from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.td3 import TD3, TD3Config  # noqa: E402
@@ -61,6 +62,9 @@ AGENTS = {
                                           eval_episodes=1)),
     "tdmpc2": (TDMPC2, "Pendulum-v1", TDMPC2Config.preset(1, seed_steps=256, eval_freq=500,
                                                           eval_episodes=1)),
+    # size1m at a smaller batch (4 x 16) and ratio 8: 250 updates in 2,000 env steps
+    "dreamerv3": (DreamerV3, "Pendulum-v1", DreamerV3Config.preset(
+        "1m", batch_size=4, batch_length=16, train_ratio=8.0, eval_freq=1000, eval_episodes=1)),
 }  # fmt: skip
 
 
@@ -75,7 +79,7 @@ def steps_per_second(devices: int, n_seeds: int) -> tuple[float, float]:
     keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.arange(n_seeds)), mesh)
     start = time.perf_counter()
     with mesh_context(mesh):
-        compiled = jax.jit(run).lower(keys).compile()
+        compiled = jax.jit(run, compiler_options=algo.compiler_options).lower(keys).compile()
     compile_s = time.perf_counter() - start
     times = []
     for _ in range(args.repeats):
