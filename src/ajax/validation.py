@@ -76,8 +76,8 @@ def positive(optional: bool = False) -> Rule:
     return Rule(lo=0, lo_open=True, optional=optional)
 
 
-def at_least(lo: float) -> Rule:
-    return Rule(lo=lo)
+def at_least(lo: float, optional: bool = False) -> Rule:
+    return Rule(lo=lo, optional=optional)
 
 
 def nonnegative() -> Rule:

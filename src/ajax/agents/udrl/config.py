@@ -31,6 +31,12 @@ class UDRLConfig(LoopConfig):
         return_scale / horizon_scale: the command's input scale (the paper's c).
         max_episode_steps: the longest episode the store records (None: the env's time limit,
             which an env without one must then be given).
+        eval_command_return / eval_command_horizon: the command (d_r, d_h) the deterministic
+            evaluation gives at each episode start, e.g. 500 and 500 for CartPole-v1's best
+            episode; None (both): the top of the exploratory range, the ``last_few`` best
+            episodes' mean plus std of return and their mean length (Alg. 2). The paper leaves
+            evaluation commands to the user; the exploratory one asks for what the store holds
+            already, so an agent that follows commands well scores the store's mean with it.
 
     The numbers are of the order of the paper's tuned values (Sec. 4, App. A: batch 768, c of
     0.01-0.02, last_few 25-100, lr ~1e-3); the defaults were chosen on CartPole-v1 here.
@@ -49,6 +55,8 @@ class UDRLConfig(LoopConfig):
     return_scale: float = 0.02
     horizon_scale: float = 0.01
     max_episode_steps: int | None = None
+    eval_command_return: float | None = None
+    eval_command_horizon: float | None = None
     eval_freq: int = 16_384
 
     RULES = {
@@ -64,6 +72,7 @@ class UDRLConfig(LoopConfig):
         "return_scale": positive(),
         "horizon_scale": positive(),
         "max_episode_steps": positive(optional=True),
+        "eval_command_horizon": at_least(1, optional=True),
     }
 
     def relations(self) -> None:
@@ -72,6 +81,9 @@ class UDRLConfig(LoopConfig):
                 f"<= store_size ({self.store_size}): the command comes from stored episodes")  # fmt: skip
         require(self, self.n_envs <= self.store_size, "store_size",
                 f">= n_envs ({self.n_envs}): each step can end an episode in every env")  # fmt: skip
+        require(self, (self.eval_command_return is None) == (self.eval_command_horizon is None),
+                "eval_command_horizon", "set together with eval_command_return (one command)",
+                "give both, or neither for the exploratory command")  # fmt: skip
         rollout = self.n_envs * self.n_steps
         require(self, self.eval_freq >= rollout, "eval_freq",
                 f">= n_envs * n_steps = {rollout} (evaluations fall between whole rollouts)")  # fmt: skip
