@@ -107,7 +107,8 @@ class Algorithm:
     data_parallel: ClassVar[bool] = False
     # its config's replay_on can keep the replay rows in host memory (ajax.buffers.host_store)
     host_replay: ClassVar[bool] = False
-    # XLA options for the jitted run (init and segments), e.g. sharding.SAME_ON_ANY_LAYOUT
+    # XLA options for every program of a run (JAX run, host loop, eval), e.g.
+    # sharding.SAME_ON_ANY_LAYOUT
     compiler_options: ClassVar[dict | None] = None
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):

@@ -43,7 +43,8 @@ CHUNKS_THEN_SEEDS = PartitionSpec(None, "seeds")
 # algebraic simplifier then rewrites a differently shaped program (measured on DreamerV3's size1m
 # train step at batch 2 x 8: 72 of 260 state leaves differ after one update, by up to 2.2e-8).
 # With CSE off in both compiles the two are bitwise equal (the simplifier off also gave that).
-# Agents that need it set ``Algorithm.compiler_options`` to this; it costs DreamerV3 nothing
+# Agents that need it set ``Algorithm.compiler_options`` to this (every program of their runs
+# then compiles with it: the JAX run, the host loop, ``ajax eval``); it costs DreamerV3 nothing
 # measurable (size1m train step 532 ms either way) and PPO's whole run about 6%, so it is not
 # the default (benchmarks/compile_speed.py's problems, 2026-12-06).
 SAME_ON_ANY_LAYOUT: dict[str, str] = {"xla_disable_hlo_passes": "cse"}
