@@ -34,9 +34,9 @@ class UDRLConfig(LoopConfig):
         eval_command_return / eval_command_horizon: the command (d_r, d_h) the deterministic
             evaluation gives at each episode start, e.g. 500 and 500 for CartPole-v1's best
             episode; None (both): the top of the exploratory range, the ``last_few`` best
-            episodes' mean plus std of return and their mean length (Alg. 2). The paper leaves
-            evaluation commands to the user; the exploratory one asks for what the store holds
-            already, so an agent that follows commands well scores the store's mean with it.
+            episodes' mean plus std of return and their mean length (Alg. 2). A fixed command
+            is Ajax's option, not the paper's; the exploratory one asks for what the store
+            holds already, so an agent that follows commands well scores the store's mean.
 
     The numbers are of the order of the paper's tuned values (Sec. 4, App. A: batch 768, c of
     0.01-0.02, last_few 25-100, lr ~1e-3); the defaults were chosen on CartPole-v1 here.
