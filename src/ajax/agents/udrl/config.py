@@ -35,7 +35,7 @@ class UDRLConfig(LoopConfig):
             evaluation gives at each episode start, e.g. 500 and 500 for CartPole-v1's best
             episode; None (both): the top of the exploratory range, the ``last_few`` best
             episodes' mean plus std of return and their mean length (Alg. 2). A fixed command
-            is Ajax's option, not the paper's; the exploratory one asks for what the store
+            is Ajax's option, beside Alg. 2's; the exploratory one asks for what the store
             holds already, so an agent that follows commands well scores the store's mean.
 
     The numbers are of the order of the paper's tuned values (Sec. 4, App. A: batch 768, c of
