@@ -35,8 +35,9 @@ train: $(STAMP) gl
 test: $(STAMP) gl
 	$(PY) -m pytest -n 2 --dist loadfile -q --durations=25
 
+# the slow learning tests run at XLA's default LLVM level, as users' runs do (tests/conftest.py)
 test-slow: $(STAMP) gl
-	$(PY) -m pytest -q -m slow
+	AJAX_TEST_XLA_OPT= $(PY) -m pytest -q -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
