@@ -147,7 +147,7 @@ def test_udrl_bad_input_names_the_fix():
 # 106 -> 155 over 1,048,576 env steps; the default config (store 300, last_few 50) reached 269
 # and 332 at 4,194,304 steps (592 s), still rising about 10 per 262k steps. The agent follows
 # its commands (asked for 500 in 500 steps with eval_command_*: 500.0 for a one-seed run and,
-# from 458k steps on, for one seed of two; 10-219 for the other). What stalls is Alg. 2's
+# from 524k steps on, for one seed of two; 10-219 for the other). What stalls is Alg. 2's
 # exploration: the best stored episodes end with one return (std 0 at the end of both runs),
 # so the exploratory command stops asking for more (docs/model_free.md M15).
 # Strict xfail: the day it passes, the marker fails and must go.
