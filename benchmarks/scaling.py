@@ -79,7 +79,7 @@ def steps_per_second(devices: int, n_seeds: int) -> tuple[float, float]:
     keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.arange(n_seeds)), mesh)
     start = time.perf_counter()
     with mesh_context(mesh):
-        compiled = jax.jit(run, compiler_options=algo.compiler_options).lower(keys).compile()
+        compiled = algo.jit(run).lower(keys).compile()
     compile_s = time.perf_counter() - start
     times = []
     for _ in range(args.repeats):

@@ -107,7 +107,7 @@ class Algorithm:
     data_parallel: ClassVar[bool] = False
     # its config's replay_on can keep the replay rows in host memory (ajax.buffers.host_store)
     host_replay: ClassVar[bool] = False
-    # XLA options for every program of a run (JAX run, host loop, eval), e.g.
+    # XLA options for every program of a run (JAX run, host loop, eval; see :meth:`jit`), e.g.
     # sharding.SAME_ON_ANY_LAYOUT
     compiler_options: ClassVar[dict | None] = None
 
@@ -138,6 +138,11 @@ class Algorithm:
 
     def make_chunks(self, total_steps: int) -> Chunks:
         raise NotImplementedError
+
+    def jit(self, fn, **kwargs):
+        """``jax.jit`` with this agent's :attr:`compiler_options`: every program of a run (host
+        loop steps, ``ajax eval``, video, collect) compiles through it, so all round alike."""
+        return jax.jit(fn, compiler_options=self.compiler_options, **kwargs)
 
     def host_run(self, total_steps: int, seeds: list[int]):
         """A :class:`~ajax.training.host_loop.HostRun` for a host (non-JAX) env."""
@@ -226,8 +231,8 @@ class Algorithm:
         return evaluate(self.eval_env, self.policy(), agent_state, key, episodes, env_state)
 
     def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
-        """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like (pass
-        ``compiler_options=self.compiler_options`` to ``jax.jit`` to round as :meth:`train`)."""
+        """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like (jit it
+        with :meth:`jit` to round as :meth:`train`)."""
         chunks = self.make_chunks(total_steps)
         segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
 

@@ -150,10 +150,7 @@ def collect_run(
         source = {"replay": True}
     else:
         agent = jax.tree.map(lambda x: x[0], run.state.agent)
-        fn = jax.jit(
-            lambda a, k: collect_episodes(env, algo.policy(), a, k, episodes, noise),
-            compiler_options=algo.compiler_options,
-        )
+        fn = algo.jit(lambda a, k: collect_episodes(env, algo.policy(), a, k, episodes, noise))
         eps = Episodes(*(np.asarray(x) for x in fn(agent, jax.random.PRNGKey(seed))))
         source = {"noise": noise, "seed": seed, "return_noiseless": float(eps.reward[0].sum())}
     returns = eps.reward.sum(axis=1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -60,7 +59,7 @@ def evaluate_run(out: Path, episodes: int, make_algo, config_from) -> list[float
         return _evaluate_host(run, episodes)
     algo = run.algo
 
-    @partial(jax.jit, compiler_options=algo.compiler_options)  # rounds as the run did
+    @algo.jit  # rounds as the run did
     @jax.vmap
     def evaluate_seed(agent_state, env_state, key):
         return algo.evaluate(agent_state, env_state, key, episodes)

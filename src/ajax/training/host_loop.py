@@ -85,11 +85,7 @@ class HostRun:
         self.obs = self._split(self.env.reset(seed=seeds[0]).obs)
         self.first_seed = seeds[0]
         self.policy = algo.policy()
-        self._act = self.jit(self.policy.act, static_argnums=4)
-
-    def jit(self, fn, **kwargs):
-        """``jax.jit`` with the agent's XLA options, so host and JAX runs round alike."""
-        return jax.jit(fn, compiler_options=self.algo.compiler_options, **kwargs)
+        self._act = algo.jit(self.policy.act, static_argnums=4)
 
     def _split(self, x: np.ndarray) -> jax.Array:
         return jnp.asarray(x).reshape((self.n_seeds, self.n) + x.shape[1:])
@@ -138,7 +134,7 @@ class HostOffPolicyRun(HostRun):
 
     def __init__(self, algo, loop: OffPolicyLoop, seeds: list[int]):
         super().__init__(algo, seeds, loop.steps_per_chunk)
-        agent, buffer = self.jit(per_seed(loop.init_learner))(self.keys, self.obs[:, 0])
+        agent, buffer = self.algo.jit(per_seed(loop.init_learner))(self.keys, self.obs[:, 0])
         self.state = HostLearnerState(
             agent,
             buffer,
@@ -146,8 +142,8 @@ class HostOffPolicyRun(HostRun):
             self.keys,
             jnp.zeros((self.n_seeds,), jnp.int32),
         )
-        self._explore = self.jit(per_seed(loop.explore))
-        self._learn = self.jit(per_seed(loop.store_and_learn))
+        self._explore = self.algo.jit(per_seed(loop.explore))
+        self._learn = self.algo.jit(per_seed(loop.store_and_learn))
 
     def run_chunk(self) -> dict:
         s, metrics = self.state, {}
@@ -192,14 +188,14 @@ class HostOnPolicyRun(HostRun):
         super().__init__(algo, seeds, steps_per_chunk)
         self.n_steps = n_steps
         self.state = HostLearnerState(
-            self.jit(per_seed(lambda k: agent.init(k, self.env)))(self.keys),
+            self.algo.jit(per_seed(lambda k: agent.init(k, self.env)))(self.keys),
             None,
             jax.vmap(lambda _: EpisodeTracker.create(self.n))(self.keys),
             self.keys,
             jnp.zeros((self.n_seeds,), jnp.int32),
         )
-        self._sample = self.jit(per_seed(agent.sample))
-        self._update = self.jit(per_seed(agent.update))
+        self._sample = self.algo.jit(per_seed(agent.sample))
+        self._update = self.algo.jit(per_seed(agent.update))
         self.carry = jax.vmap(lambda _: agent.policy.init(self.n))(self.keys)
         self.is_first = jnp.ones(self.obs.shape[:2], bool)
         self.reward = jnp.zeros(self.obs.shape[:2])
@@ -256,9 +252,9 @@ class HostReplayRun(HostRun):
         tick = self._first_tick(seeds[0])
         keys = jax.vmap(lambda k: jax.random.split(k, 3))(self.keys)  # the JAX loop's split
         init = lambda k, t: steps.init_state((k[0], k[2]), t, None)
-        self.state = self.jit(per_seed(init))(keys, tick)
-        self._tick_act = self.jit(per_seed(steps.act))
-        self._absorb = self.jit(per_seed(steps.absorb))
+        self.state = self.algo.jit(per_seed(init))(keys, tick)
+        self._tick_act = self.algo.jit(per_seed(steps.act))
+        self._absorb = self.algo.jit(per_seed(steps.absorb))
 
     def _first_tick(self, seed: int) -> Tick:
         return Tick.reset(self._split_ts(self.env.reset(seed=seed)))

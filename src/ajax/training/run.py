@@ -275,7 +275,7 @@ def execute(
         keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
         with mesh_context(mesh):
             init = per_seed(chunks.init, seed_batching)
-            state = jax.jit(over_seeds(init, mesh), compiler_options=algo.compiler_options)(keys)
+            state = algo.jit(over_seeds(init, mesh))(keys)
         per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
     else:
         run = algo.host_run(spec.steps, seeds)

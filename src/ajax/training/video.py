@@ -68,7 +68,7 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
         )
     env = make_env(algo.env_id, n_envs=1, **algo.env_options)
     policy = algo.policy()
-    act = jax.jit(policy.act, static_argnums=4, compiler_options=algo.compiler_options)
+    act = algo.jit(policy.act, static_argnums=4)
     key, k_reset = jax.random.split(key)
     if algo.is_jax:
         ts = jax.jit(env.reset)(k_reset)

@@ -12,11 +12,20 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+# The return of an empty slot: below any real return, yet finite, because the run's divergence
+# check (training.run.check_finite) stops a run whose state holds a non-finite float.
+EMPTY = float(jnp.finfo(jnp.float32).min)
+
+
+def is_stored(ret: jax.Array) -> jax.Array:
+    """True where a slot (or candidate) holds an episode: its return is above :data:`EMPTY`."""
+    return ret > EMPTY
+
 
 class Episodes(flax.struct.PyTreeNode):
     """``M`` episodes of at most ``L`` steps: ``obs [M, L, O]``, ``action [M, L, ...]``,
     ``rtg [M, L]`` the return from each step to the episode's end, ``length [M]``, ``ret [M]``
-    (-inf for an empty slot)."""
+    (:data:`EMPTY` for an empty slot)."""
 
     obs: jax.Array
     action: jax.Array
@@ -31,7 +40,7 @@ class Episodes(flax.struct.PyTreeNode):
             action=jnp.zeros((m, max_len, *action_shape), action_dtype),
             rtg=jnp.zeros((m, max_len)),
             length=jnp.zeros((m,), jnp.int32),
-            ret=jnp.full((m,), -jnp.inf),
+            ret=jnp.full((m,), EMPTY),
         )
 
 
@@ -62,7 +71,7 @@ def returns_to_go(reward: jax.Array, length: jax.Array) -> jax.Array:
 
 
 def merge_best(store: Episodes, new: Episodes) -> Episodes:
-    """The ``K`` highest-return episodes of ``store`` and ``new`` (``N <= K`` candidates, -inf
+    """The ``K`` highest-return episodes of ``store`` and ``new`` (``N <= K`` candidates, :data:`EMPTY`
     returns for the ones that did not end).
 
     The N weakest stored slots, weakest first, face the candidates, strongest first; a
@@ -98,7 +107,7 @@ def record_step(store: Episodes, rec: Recorder, obs, action, reward, done):
     )
     ends = done | (rec.length >= max_len)
     rtg = returns_to_go(rec.reward, rec.length)
-    new = Episodes(rec.obs, rec.action, rtg, rec.length, jnp.where(ends, rtg[:, 0], -jnp.inf))
+    new = Episodes(rec.obs, rec.action, rtg, rec.length, jnp.where(ends, rtg[:, 0], EMPTY))
     store = merge_best(store, new)
     return store, rec.replace(length=jnp.where(ends, 0, rec.length))
 
@@ -107,7 +116,7 @@ def best_command_stats(store: Episodes, last_few: int):
     """(mean return, std of returns, mean length) of the ``last_few`` best stored episodes
     (Srivastava et al. 2019, Alg. 2); (0, 0, 1) while the store is empty."""
     ret, idx = jax.lax.top_k(store.ret, last_few)
-    valid = jnp.isfinite(ret)
+    valid = is_stored(ret)
     count = jnp.maximum(valid.sum(), 1)
     r = jnp.where(valid, ret, 0.0)
     mean = r.sum() / count
@@ -121,7 +130,7 @@ def sample_segments(store: Episodes, key, batch_size: int):
     stored ones, a step t uniform in it, the command the return and horizon that followed t
     (the paper's trailing segments, t2 = the episode's end)."""
     k_ep, k_t = jax.random.split(key)
-    valid = jnp.isfinite(store.ret)
+    valid = is_stored(store.ret)
     logits = jnp.where(valid, 0.0, -jnp.inf)
     logits = jnp.where(valid.any(), logits, 0.0)  # an empty store: any slot (the loss is off)
     ep = jax.random.categorical(k_ep, logits, shape=(batch_size,))

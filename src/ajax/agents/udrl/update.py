@@ -18,6 +18,7 @@ from ajax.agents.udrl.store import (
     Episodes,
     Recorder,
     best_command_stats,
+    is_stored,
     record_step,
     sample_segments,
 )
@@ -137,7 +138,7 @@ def update(config: UDRLConfig, state: UDRLState, rollout: Rollout, end: RolloutE
     (store, rec), _ = jax.lax.scan(
         step, (state.store, state.recorder), (rollout.obs, rollout.action, rollout.reward, done)
     )
-    weight = jnp.isfinite(store.ret).any().astype(jnp.float32)
+    weight = is_stored(store.ret).any().astype(jnp.float32)
     continuous = jnp.issubdtype(store.action.dtype, jnp.floating)
 
     def sgd(actor, k):
@@ -159,6 +160,6 @@ def update(config: UDRLConfig, state: UDRLState, rollout: Rollout, end: RolloutE
         "command_return": mean,
         "command_return_std": std,
         "command_horizon": length,
-        "stored_episodes": jnp.isfinite(store.ret).sum(),
+        "stored_episodes": is_stored(store.ret).sum(),
     }
     return state.replace(actor_state=actor, store=store, recorder=rec), metrics
