@@ -269,7 +269,7 @@ def rejax_dqn(steps: int) -> float:
 
 
 # PQN on CartPole-v1: 32 envs x 64 steps per rollout, 4 epochs x 16 minibatches, 64 x 64
-# Dense-LayerNorm-ReLU, Adam 3e-4 (constant), clip 10, gamma 0.99, lambda 0.9.
+# Dense-LayerNorm-ReLU, Adam 3e-4 (constant, as rejax; Ajax's default is RAdam), clip 10, gamma 0.99, lambda 0.9.
 PQN = dict(n_envs=32, n_steps=64, num_epochs=4, num_minibatches=16, lr=3e-4, lam=0.9)
 
 
@@ -279,8 +279,8 @@ def ajax_pqn(steps: int) -> float:
 
     config = PQNConfig(
         n_envs=PQN["n_envs"], n_steps=PQN["n_steps"], num_epochs=PQN["num_epochs"],
-        num_minibatches=PQN["num_minibatches"], learning_rate=PQN["lr"], anneal_lr=False,
-        q_lambda=PQN["lam"], hidden=64, exploration_fraction=0.1, eval_freq=steps,
+        num_minibatches=PQN["num_minibatches"], optimizer="adam", learning_rate=PQN["lr"],
+        anneal_lr=False, q_lambda=PQN["lam"], hidden=64, exploration_fraction=0.1, eval_freq=steps,
         eval_episodes=1,
     )  # fmt: skip
     return steps / _time_compiled(AjaxPQN(env="CartPole-v1", config=config).make_train(steps))

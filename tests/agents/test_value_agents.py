@@ -148,6 +148,7 @@ def test_redq_target_takes_min_over_the_subset_only():
         (lambda: CrossQConfig(tau=0.005), "tau"),
         (lambda: DQNConfig(epsilon_start=0.1, epsilon_end=0.5), "epsilon_end"),
         (lambda: PQNConfig(n_envs=4, n_steps=10, num_minibatches=3), "num_minibatches"),
+        (lambda: PQNConfig(optimizer="sgd"), "optimizer"),
     ],
 )
 def test_conflicting_options_name_the_field(make, field):

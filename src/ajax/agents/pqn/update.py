@@ -40,7 +40,7 @@ def init(config: PQNConfig, key, env, total_updates: int = 1) -> PQNState:
     lr = config.learning_rate
     if config.anneal_lr:
         lr = optax.linear_schedule(config.learning_rate, 0.0, total_updates)
-    tx = get_adam_tx(lr, config.max_grad_norm, eps=1e-8)
+    tx = get_adam_tx(lr, config.max_grad_norm, eps=1e-8, optimizer=config.optimizer)
     obs = jnp.zeros((1, env_config.obs_dim))
     decay = max(1, int(config.exploration_fraction * total_updates))
     return PQNState(init_network_state(obs, net, key, tx), decay)
