@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ajax.networks.utils import ACTIVATIONS
 from ajax.training.config import LoopConfig
-from ajax.validation import at_least, one_of, positive, require
+from ajax.validation import at_least, nonnegative, one_of, positive, require
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,10 @@ class UDRLConfig(LoopConfig):
             buffer, sorted by return).
         last_few: the best stored episodes the exploratory command is drawn from (Alg. 2: the
             horizon is their mean length, the desired return uniform in [mean, mean + std]).
+        command_spread: a floor under that std, as a fraction of |mean|: the return is drawn
+            from [mean, mean + max(std, command_spread |mean|)]. 0 is Alg. 2. Ajax's option:
+            on CartPole-v1 the best episodes come to share one return (std 0), so Alg. 2 asks
+            for nothing new and learning stalls (docs/model_free.md M15); 0.1 solves it.
         batch_size / n_updates: (state, command, action) samples per step, steps per update.
         learning_rate: Adam step size.
         hidden / num_layers / activation: the MLP of B; the command joins the observation after
@@ -46,6 +50,7 @@ class UDRLConfig(LoopConfig):
     n_steps: int = 64
     store_size: int = 300
     last_few: int = 50
+    command_spread: float = 0.0
     batch_size: int = 256
     n_updates: int = 50
     learning_rate: float = 1e-3
@@ -63,6 +68,7 @@ class UDRLConfig(LoopConfig):
         "n_steps": positive(),
         "store_size": positive(),
         "last_few": positive(),
+        "command_spread": nonnegative(),
         "batch_size": positive(),
         "n_updates": positive(),
         "learning_rate": positive(),

@@ -82,13 +82,14 @@ def _pi(config: UDRLConfig, state: UDRLState, params, obs, d_r, d_h):
 
 def command(config: UDRLConfig, state: UDRLState, carry, tick: Tick, key, deterministic: bool):
     """The command each env follows at ``tick``: a fresh one where an episode starts (horizon
-    the best episodes' mean length, return uniform in [mean, mean + std] of their returns; when
-    deterministic, the config's evaluation command, else that range's top), else the previous
-    one less the reward just received."""
+    the best episodes' mean length, return uniform in [mean, mean + std] of their returns, the
+    std floored at ``command_spread`` |mean|; when deterministic, the config's evaluation
+    command, else that range's top), else the previous one less the reward just received."""
     d_r, d_h = carry
     mean, std, length = best_command_stats(state.store, config.last_few)
+    spread = jnp.maximum(std, config.command_spread * jnp.abs(mean))
     u = jnp.ones_like(d_r) if deterministic else jax.random.uniform(key, d_r.shape)
-    fresh_r = mean + u * std
+    fresh_r = mean + u * spread
     if deterministic and config.eval_command_return is not None:
         fresh_r = jnp.full_like(d_r, config.eval_command_return)
         length = jnp.asarray(config.eval_command_horizon, d_h.dtype)
