@@ -45,6 +45,39 @@ class Rollout(NamedTuple):
     carry: Any = ()
 
 
+def values_at_cuts(value_fn: Callable[[jax.Array], jax.Array], rollout: Rollout) -> jax.Array:
+    """``value_fn`` at the true last observation of every step a time limit cut, ``[T, N]``
+    (0 at the other steps, which a bootstrap reads from the next step's recorded value or not
+    at all).
+
+    A rollout shorter than the time limit cuts each env at most once, and then ``value_fn``
+    sees one row per env, the cut's; only a rollout that cuts some env twice evaluates every
+    step's (a real branch for one seed; vmapped seeds compute both sides). ``value_fn`` maps
+    observations with any leading dimensions to values with those dimensions.
+    """
+    cut = rollout.truncated
+    steps, n = cut.shape
+
+    def one_per_env():
+        t = jnp.argmax(cut, axis=0)  # each env's cut, 0 where it has none
+        v = value_fn(rollout.final_obs[t, jnp.arange(n)])
+        return jnp.where(cut & (jnp.arange(steps)[:, None] == t), v, 0.0)
+
+    def every_step():
+        return jnp.where(cut, value_fn(rollout.final_obs), 0.0)
+
+    return jax.lax.cond(cut.sum(0).max() <= 1, one_per_env, every_step)
+
+
+def next_values(rollout: Rollout, v_cut: jax.Array, v_last: jax.Array) -> jax.Array:
+    """The value of each step's arrival state, ``[T, N]``: the next step's recorded value
+    (``rollout.value[t + 1]``, ``v_last`` after the last step), or ``v_cut`` (from
+    :func:`values_at_cuts`) where the episode ended, since the next observation then belongs
+    to a new episode. Terminal steps read ``v_cut``'s 0, which their discount zeroes anyway."""
+    v_next = jnp.concatenate([rollout.value[1:], v_last[None]])
+    return jnp.where(rollout.terminated | rollout.truncated, v_cut, v_next)
+
+
 class RolloutEnd(NamedTuple):
     """What follows a rollout and what preceded it: the next tick (its observation is the
     bootstrap state) and the carry the rollout's first step acted from."""

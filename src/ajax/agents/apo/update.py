@@ -14,7 +14,7 @@ from ajax.agents.apo.config import APOConfig
 from ajax.agents.ppo import update as ppo
 from ajax.networks.config import OptimizerConfig
 from ajax.networks.networks import TanhMean, actor_module
-from ajax.training.on_policy import Rollout
+from ajax.training.on_policy import Rollout, values_at_cuts
 from ajax.training.rollout import env_config_of
 
 __all__ = ["APOState", "act", "init", "sample", "update"]
@@ -53,7 +53,7 @@ def update(config: APOConfig, state: APOState, rollout: Rollout, last_obs, key):
     rho = losses.reward_rate_estimate(state.rho, rollout.reward, config.rho_step)
     v = lambda obs: ppo.value_of(state, state.critic_state.params, obs)
     differential = rollout._replace(reward=rollout.reward - rho)
-    adv = ppo.advantages(config, differential, ppo.final_values(v, rollout), v(last_obs))
+    adv = ppo.advantages(config, differential, values_at_cuts(v, rollout), v(last_obs))
     clip = optax.clip_by_global_norm(config.max_grad_norm)
     state, metrics = ppo.fit(config, state.replace(rho=rho), differential, adv, key, apo_loss,
                              lambda g: clip.update(g, optax.EmptyState())[0])  # fmt: skip

@@ -13,7 +13,7 @@ from ajax.agents.ppo.config import PPOConfig
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
-from ajax.training.on_policy import Rollout
+from ajax.training.on_policy import Rollout, next_values, values_at_cuts
 from ajax.training.rollout import env_config_of
 
 
@@ -114,25 +114,20 @@ def ppo_loss(config: PPOConfig, pi, v, mb: Batch):
     return loss, {**m_pg, **m_v, "entropy": entropy, "loss": loss}
 
 
-def advantages(config: PPOConfig, rollout: Rollout, v_final, v_last):
-    """GAE over ``rollout`` given V at every step's true last obs (``v_final``, [T, N]) and at
-    the obs after the rollout (``v_last``, [N]): a truncation bootstraps from its true last obs,
-    any other step from the next state's value."""
-    v_next = jnp.concatenate([rollout.value[1:], v_last[None]])
+def advantages(config: PPOConfig, rollout: Rollout, v_cut, v_last):
+    """GAE over ``rollout`` given V at the true last obs of every step a time limit cut
+    (``v_cut``, [T, N], :func:`~ajax.training.on_policy.values_at_cuts`) and at the obs after
+    the rollout (``v_last``, [N]): a truncation bootstraps from its true last obs, any other
+    step from the next state's value."""
     done = rollout.terminated | rollout.truncated
-    v_tp1 = jnp.where(done, v_final, v_next)
     discount = config.gamma * (1.0 - rollout.terminated.astype(jnp.float32))
     return losses.gae_advantages(
-        rollout.reward, rollout.value, v_tp1, discount, done.astype(jnp.float32), config.gae_lambda
-    )
-
-
-def final_values(v, rollout: Rollout):
-    """V at every step's true last observation, [T, N]: :func:`advantages` reads it only where
-    a time limit cut an episode, so a rollout without a cut skips the critic pass (a real
-    branch for one seed; vmapped seeds compute both sides, as before)."""
-    return jax.lax.cond(
-        rollout.truncated.any(), lambda: v(rollout.final_obs), lambda: jnp.zeros_like(rollout.value)
+        rollout.reward,
+        rollout.value,
+        next_values(rollout, v_cut, v_last),
+        discount,
+        done.astype(jnp.float32),
+        config.gae_lambda,
     )
 
 
@@ -171,7 +166,7 @@ def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
 def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
     v = lambda obs: value_of(state, state.critic_state.params, obs)
-    adv = advantages(config, rollout, final_values(v, rollout), v(last_obs))
+    adv = advantages(config, rollout, values_at_cuts(v, rollout), v(last_obs))
     return fit(config, state, rollout, adv, key)
 
 

@@ -13,7 +13,7 @@ from ajax.networks.networks import init_network_state
 from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_body, q_values
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
-from ajax.training.on_policy import Rollout
+from ajax.training.on_policy import Rollout, next_values, values_at_cuts
 from ajax.training.rollout import env_config_of
 
 
@@ -68,9 +68,11 @@ def sample(config: PQNConfig, state: PQNState, obs, key):
 def update(config: PQNConfig, state: PQNState, rollout: Rollout, last_obs, key):
     """Q(lambda) targets from the rollout's arrival states, then ``num_epochs`` x
     ``num_minibatches`` steps on the squared error (Gallici et al. 2024, Alg. 1)."""
-    del last_obs  # final_obs is every step's arrival state, the last one included
     q = state.q_state
-    q_next_max = q_values(q, q.params, rollout.final_obs).max(-1)
+    q_max = lambda obs: q_values(q, q.params, obs).max(-1)
+    # the rollout's value slot holds max_a Q(obs_t) under these same parameters, so only the
+    # steps a time limit cut, and the obs after the rollout, need a fresh forward pass
+    q_next_max = next_values(rollout, values_at_cuts(q_max, rollout), q_max(last_obs))
     target = losses.q_lambda_targets(
         rollout.reward,
         rollout.terminated,
