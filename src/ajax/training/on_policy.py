@@ -56,12 +56,11 @@ def values_at_cuts(value_fn: Callable[[jax.Array], jax.Array], rollout: Rollout)
     observations with any leading dimensions to values with those dimensions.
     """
     cut = rollout.truncated
-    steps, n = cut.shape
+    n = cut.shape[1]
 
     def one_per_env():
-        t = jnp.argmax(cut, axis=0)  # each env's cut, 0 where it has none
-        v = value_fn(rollout.final_obs[t, jnp.arange(n)])
-        return jnp.where(cut & (jnp.arange(steps)[:, None] == t), v, 0.0)
+        t = jnp.argmax(cut, axis=0)  # each env's only cut, 0 where it has none
+        return jnp.where(cut, value_fn(rollout.final_obs[t, jnp.arange(n)]), 0.0)
 
     def every_step():
         return jnp.where(cut, value_fn(rollout.final_obs), 0.0)
