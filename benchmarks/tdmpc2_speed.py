@@ -1,9 +1,14 @@
-"""TD-MPC2 speed: median ms per update (batch 256, H 3) and per planning decision at model sizes
-1 and 5, env steps/s of a whole jitted training run, and the roofline ratio (issue 5).
+"""TD-MPC2 speed beside the official code: median ms per update (batch 256, H 3) and per
+planning decision (6 iterations x 512 samples) at model sizes 1 and 5, the roofline ratio, and
+env steps/s of a whole jitted training run (issue 13 item 1).
 
-Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 1200]``. Prints one
-table beside the official PyTorch figures the issue gives for this kind of machine (2 CPU
-cores, torch 2.13, 2 threads); the official code is not run here (it may not be committed).
+Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 1200]
+[--official-python PATH --official-repo DIR [--official-modes eager compiled]]``. With the two
+official flags, ``tdmpc2_official.py`` first times the official nicklashansen/tdmpc2 checkout
+DIR in the interpreter PATH (torch on the CPU, as many threads as this machine has CPUs),
+eager and under ``torch.compile``, on the same shapes; the table then prints official ms over
+Ajax ms ("x") against the faster official variant, all from this one run. How to set up that
+interpreter is in the README's "Benchmarks". Without them, no ratio is printed.
 
 FLOPs are the matmul FLOPs of the traced program, counted from its jaxpr with every ``scan``
 multiplied by its length (``jax.stages`` cost analysis counts a loop body once, so it reports
@@ -15,9 +20,13 @@ ratio, measured against plain matmuls of the networks' own shapes and of a large
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +38,6 @@ from ajax.agents.tdmpc2.act import ActState, act
 from ajax.agents.tdmpc2.update import init_state, update
 from ajax.buffers.windows import TDMPC2Slice
 
-OFFICIAL_MS = {1: (226.0, 279.0), 5: (722.0, 744.0)}  # (update, plan), issue 5's figures
 OBS_DIM, ACTION_DIM = 24, 6  # a walker-sized task
 
 
@@ -143,30 +151,91 @@ def bench_run(steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def official_times(python: str, repo: str, sizes, repeats: int, modes) -> dict:
+    """{(size, mode): {"update_ms", "plan_ms", ...}} from ``tdmpc2_official.py`` run by the
+    official code's interpreter ``python``, once per mode ("eager", "compiled"), with as many
+    torch threads as this process has CPUs (XLA's CPU client uses them all)."""
+    driver = Path(__file__).with_name("tdmpc2_official.py")
+    out = {}
+    for mode in modes:
+        cmd = [python, str(driver), "--repo", repo, "--threads", str(os.cpu_count()),
+               "--repeats", str(repeats), "--sizes", *map(str, sizes),
+               "--obs-dim", str(OBS_DIM), "--action-dim", str(ACTION_DIM)]  # fmt: skip
+        if mode == "compiled":
+            cmd.append("--compile")
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise SystemExit(
+                f"error: the official TD-MPC2 ({mode}) failed in {python}: {last}; set up that"
+                " interpreter as the README's Benchmarks section says"
+            )
+        for line in proc.stdout.splitlines():
+            if line.startswith("{"):  # the official constructor prints too
+                row = json.loads(line)
+                out[(row["size"], mode)] = row
+    return out
+
+
+def check_official_args(parser, args) -> None:
+    """One line and exit 2 for official-code flags that cannot work."""
+    if (args.official_python is None) != (args.official_repo is None):
+        parser.error("--official-python and --official-repo go together; give both or neither")
+    if args.official_python is None:
+        return
+    if shutil.which(args.official_python) is None:
+        parser.error(f"--official-python {args.official_python} is not an executable; give the"
+                     " python of the venv the README's Benchmarks section sets up")  # fmt: skip
+    if not (Path(args.official_repo) / "tdmpc2" / "tdmpc2.py").is_file():
+        parser.error(f"--official-repo {args.official_repo} holds no tdmpc2/tdmpc2.py; give a"
+                     " checkout of github.com/nicklashansen/tdmpc2")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--run-steps", type=int, default=1200)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--official-python", help="interpreter with the official code's deps")
+    parser.add_argument("--official-repo", help="checkout of nicklashansen/tdmpc2")
+    parser.add_argument(
+        "--official-modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"]
+    )
     args = parser.parse_args()
+    check_official_args(parser, args)
+    official = {}
+    if args.official_python:  # first, so that neither program shares the CPU with the other
+        official = official_times(
+            args.official_python, args.official_repo, args.sizes, args.repeats,
+            args.official_modes,
+        )  # fmt: skip
     jax.config.update("jax_default_matmul_precision", "highest")
     print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     big = matmul_gflops(2048, 2048, 2048, 5)
     print(f"plain matmul 2048^3: {big:.1f} GFLOP/s")
+    if not official:
+        print("official TD-MPC2 not run (give --official-python and --official-repo): no ratios")
+    nan = float("nan")
     head = (
-        f"{'size':>4} {'upd ms':>7} {'offic.':>6} {'x':>5} {'plan ms':>7} {'offic.':>6} {'x':>5}"
+        f"{'size':>4} {'upd ms':>7} {'eager':>6} {'compil':>6} {'x':>5}"
+        f" {'plan ms':>7} {'eager':>6} {'compil':>6} {'x':>5}"
         f" {'upd GF/s':>8} {'plan GF/s':>9} {'mm GF/s':>7} {'roofline':>8}"
     )
     print(head)
     for size in args.sizes:
         r = bench_size(size, args.repeats)
-        o_upd, o_pln = OFFICIAL_MS.get(size, (float("nan"),) * 2)
+        rows = [official.get((size, m), {}) for m in ("eager", "compiled")]
+        o_upd = [row.get("update_ms", nan) for row in rows]
+        o_pln = [row.get("plan_ms", nan) for row in rows]
+        # the ratio is against the faster official variant (nan when neither ran)
+        x_upd = min(o_upd, key=lambda v: v if v == v else math.inf) / r["update_ms"]
+        x_pln = min(o_pln, key=lambda v: v if v == v else math.inf) / r["plan_ms"]
         upd_gfs = r["update_gflop"] / r["update_ms"] * 1e3
         pln_gfs = r["plan_gflop"] / r["plan_ms"] * 1e3
         mm = max(r["matmul_gflops"], r["plan_matmul_gflops"])
         print(
-            f"{size:>4} {r['update_ms']:>7.1f} {o_upd:>6.0f} {o_upd / r['update_ms']:>5.2f}"
-            f" {r['plan_ms']:>7.1f} {o_pln:>6.0f} {o_pln / r['plan_ms']:>5.2f}"
+            f"{size:>4} {r['update_ms']:>7.1f} {o_upd[0]:>6.0f} {o_upd[1]:>6.0f} {x_upd:>5.2f}"
+            f" {r['plan_ms']:>7.1f} {o_pln[0]:>6.0f} {o_pln[1]:>6.0f} {x_pln:>5.2f}"
             f" {upd_gfs:>8.1f} {pln_gfs:>9.1f} {mm:>7.1f}"
             f" {upd_gfs / mm:>4.2f}/{pln_gfs / mm:.2f}"
         )
@@ -175,6 +244,9 @@ def main() -> None:
             f" layer-shaped matmul {r['matmul_gflops']:.1f} (update) /"
             f" {r['plan_matmul_gflops']:.1f} (plan) GFLOP/s"
         )
+    for (size, mode), row in sorted(official.items()):
+        print(f"official size {size} {mode}: first call {row['first_call_s']:.1f} s,"
+              f" torch {row['torch']}, {row['threads']} threads")  # fmt: skip
     sps = bench_run(args.run_steps)
     print(f"whole jitted run, size 1, Pendulum-v1, {args.run_steps} steps: {sps:.2f} env steps/s")
 

@@ -1,0 +1,74 @@
+"""The TD-MPC2 side-by-side harness (issue 13 item 1): its bad-input lines and the CPU edits it
+makes to a copy of the official code. The timing itself needs the official checkout and its
+interpreter, which the test machine has not; see the README's "Benchmarks"."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    sys.path.insert(0, str(BENCH))  # tdmpc2_speed's siblings import it by name
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def test_cpu_copy_edits_only_the_device_strings_and_capturable(tmp_path):
+    driver = _load("tdmpc2_official")
+    src = tmp_path / "repo" / "tdmpc2" / "common"
+    src.mkdir(parents=True)
+    (src.parent / "tdmpc2.py").write_text(
+        "self.device = torch.device('cuda:0')\n"
+        "opt = Adam(p, lr=1e-3, capturable=True)\n"
+        'd = torch.tensor([1.0], device="cuda")\n'
+        "x = y.cuda()\n"
+        "name = 'cudagraph'  # not a device string\n"
+    )
+    (src / "scale.py").write_text("v = torch.ones(1, device=torch.device('cuda:1'))\n")
+    (src / "math.py").write_text("def f(x):\n    return x\n")
+    root = driver.cpu_copy(tmp_path / "repo", tmp_path / "copy")
+    assert (root / "tdmpc2.py").read_text() == (
+        "self.device = torch.device('cpu')\n"
+        "opt = Adam(p, lr=1e-3, capturable=False)\n"
+        "d = torch.tensor([1.0], device='cpu')\n"
+        "x = y.cpu()\n"
+        "name = 'cudagraph'  # not a device string\n"
+    )
+    assert (root / "common" / "scale.py").read_text() == (
+        "v = torch.ones(1, device=torch.device('cpu'))\n"
+    )
+    assert (root / "common" / "math.py").read_text() == "def f(x):\n    return x\n"
+    assert "cuda" in (src.parent / "tdmpc2.py").read_text()  # the checkout itself is untouched
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--official-python", sys.executable], "go together"),
+        (["--official-python", "/no/such/python", "--official-repo", "."], "not an executable"),
+        (["--official-python", sys.executable, "--official-repo", "."], "holds no tdmpc2"),
+        (
+            ["--official-python", sys.executable, "--official-repo", ".", "--official-modes", "x"],
+            "invalid choice",
+        ),
+    ],
+)
+def test_bad_official_flags_exit_2_with_one_line(argv, says, monkeypatch, capsys):
+    speed = _load("tdmpc2_speed")
+    monkeypatch.setattr(sys, "argv", ["tdmpc2_speed.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        speed.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert says in err[-1] and err[-1].startswith("tdmpc2_speed.py: error:"), err
