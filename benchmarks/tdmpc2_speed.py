@@ -215,7 +215,6 @@ def main() -> None:
     print(f"plain matmul 2048^3: {big:.1f} GFLOP/s")
     if not official:
         print("official TD-MPC2 not run (give --official-python and --official-repo): no ratios")
-    nan = float("nan")
     head = (
         f"{'size':>4} {'upd ms':>7} {'eager':>6} {'compil':>6} {'x':>5}"
         f" {'plan ms':>7} {'eager':>6} {'compil':>6} {'x':>5}"
@@ -224,18 +223,19 @@ def main() -> None:
     print(head)
     for size in args.sizes:
         r = bench_size(size, args.repeats)
-        rows = [official.get((size, m), {}) for m in ("eager", "compiled")]
-        o_upd = [row.get("update_ms", nan) for row in rows]
-        o_pln = [row.get("plan_ms", nan) for row in rows]
-        # the ratio is against the faster official variant (nan when neither ran)
-        x_upd = min(o_upd, key=lambda v: v if v == v else math.inf) / r["update_ms"]
-        x_pln = min(o_pln, key=lambda v: v if v == v else math.inf) / r["plan_ms"]
+        cells = []
+        for what in ("update_ms", "plan_ms"):
+            ms = [official.get((size, m), {}).get(what) for m in ("eager", "compiled")]
+            ran = [v for v in ms if v is not None]
+            # x: the faster official variant's ms over Ajax's ("-" when neither ran)
+            x = f"{min(ran) / r[what]:>5.2f}" if ran else f"{'-':>5}"
+            shown = [f"{v:>6.0f}" if v is not None else f"{'-':>6}" for v in ms]
+            cells.append(f"{r[what]:>7.1f} {shown[0]} {shown[1]} {x}")
         upd_gfs = r["update_gflop"] / r["update_ms"] * 1e3
         pln_gfs = r["plan_gflop"] / r["plan_ms"] * 1e3
         mm = max(r["matmul_gflops"], r["plan_matmul_gflops"])
         print(
-            f"{size:>4} {r['update_ms']:>7.1f} {o_upd[0]:>6.0f} {o_upd[1]:>6.0f} {x_upd:>5.2f}"
-            f" {r['plan_ms']:>7.1f} {o_pln[0]:>6.0f} {o_pln[1]:>6.0f} {x_pln:>5.2f}"
+            f"{size:>4} {cells[0]} {cells[1]}"
             f" {upd_gfs:>8.1f} {pln_gfs:>9.1f} {mm:>7.1f}"
             f" {upd_gfs / mm:>4.2f}/{pln_gfs / mm:.2f}"
         )

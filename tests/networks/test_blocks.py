@@ -9,7 +9,7 @@ import numpy as np
 import optax
 import pytest
 
-from ajax.networks.blocks import NormedMLP, linear
+from ajax.networks.blocks import NormedMLP, RowDense, linear
 from ajax.networks.train_state import LoadedTrainState
 
 KEY = jax.random.key(0)
@@ -230,6 +230,28 @@ def test_b5_outscale_scales_kernel_not_bias():
     assert not np.any(np.asarray(small["bias"]))
     with pytest.raises(ValueError, match="outscale"):
         linear(8, "normal(0.02)", outscale=-1.0)
+
+
+def test_row_dense_is_nn_dense_on_any_leading_shape():
+    """Same parameter tree, init draw, values and gradients as ``nn.Dense`` on [T, B, in],
+    [in] and [B, in] inputs (RowDense only merges the leading dimensions around the matmul)."""
+    x = jax.random.normal(KEY, (3, 4, 6))
+    kw = dict(kernel_init=nn.initializers.normal(0.5), bias_init=nn.initializers.normal(0.5))
+    row, dense = RowDense(5, **kw), nn.Dense(5, **kw)
+    params = row.init(KEY, x)
+    assert jax.tree.map(jnp.shape, params) == {"params": {"bias": (5,), "kernel": (6, 5)}}
+    np.testing.assert_array_equal(
+        params["params"]["kernel"], dense.init(KEY, x)["params"]["kernel"]
+    )
+    for inp in (x, x[0, 0], x[0]):
+        y = row.apply(params, inp)
+        assert y.shape == inp.shape[:-1] + (5,)
+        np.testing.assert_allclose(y, dense.apply(params, inp), rtol=1e-6, atol=1e-6)
+    loss = lambda module: lambda p: jnp.sum(jnp.sin(module.apply(p, x)))
+    g_row, g_dense = jax.grad(loss(row))(params), jax.grad(loss(dense))(params)
+    for a, b in zip(jax.tree.leaves(g_row), jax.tree.leaves(g_dense), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert isinstance(linear(5, "normal(0.02)"), RowDense)
 
 
 def test_b5_5_members_differ_and_target_copies_online():

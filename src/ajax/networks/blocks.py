@@ -32,14 +32,32 @@ from ajax.networks.utils import (
 )
 
 
+class RowDense(nn.Dense):
+    """``nn.Dense`` applied to its input's rows: leading dimensions are merged into one first.
+
+    Same parameters and same maths. Why: autodiff of a matmul whose input has two or more
+    leading dimensions ([T, B, in], as TD-MPC2's and DreamerV3's sequence batches are) gives a
+    weight gradient that contracts over several dimensions, and XLA's CPU backend writes the
+    cotangent out transposed for it, with the element-wise backward fused into that copy. On
+    a 2-D input the weight gradient is one plain matmul. Measured (benchmarks/tdmpc2_profile.py)
+    in the README's TD-MPC2 speed section.
+    """
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array) -> jax.Array:
+        lead = inputs.shape[:-1]
+        rows = super().__call__(inputs.reshape(-1, inputs.shape[-1]))
+        return rows.reshape(*lead, self.features)
+
+
 def linear(
     features: int,
     kernel_init: str | Initializer,
     bias_init: str | Initializer = "zeros",
     outscale: float = 1.0,
     name: str | None = None,
-) -> nn.Dense:
-    """The papers' Linear layer: ``nn.Dense`` with named initializers and an output scale.
+) -> RowDense:
+    """The papers' Linear layer: :class:`RowDense` with named initializers and an output scale.
 
     The bias is always present, zero-initialised and never scaled (DreamerV3 nets.py:594-635;
     TD-MPC2 init.py weight_init). ``outscale`` multiplies the kernel initializer; 0 gives an exactly
@@ -54,7 +72,7 @@ def linear(
         raise ValueError("linear needs a kernel_init, e.g. 'trunc_normal_fan_in' or 'normal(0.02)'")
     k_init = _scaled(parse_initialization(kernel_init), outscale)
     b_init = parse_initialization(bias_init)
-    return nn.Dense(features, kernel_init=k_init, bias_init=b_init, name=name)
+    return RowDense(features, kernel_init=k_init, bias_init=b_init, name=name)
 
 
 class NormedMLP(nn.Module):
