@@ -25,6 +25,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -166,10 +167,10 @@ def official_times(python: str, repo: str, sizes, repeats: int, modes) -> dict:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise SystemExit(
-                f"error: the official TD-MPC2 ({mode}) failed in {python}: {last}; set up that"
-                " interpreter as the README's Benchmarks section says"
-            )
+            print(f"tdmpc2_speed.py: error: the official TD-MPC2 ({mode}) failed in {python}:"
+                  f" {last}; set up that interpreter as the README's Benchmarks section says",
+                  file=sys.stderr)  # fmt: skip
+            raise SystemExit(2)  # bad setup, as argparse's own errors
         for line in proc.stdout.splitlines():
             if line.startswith("{"):  # the official constructor prints too
                 row = json.loads(line)

@@ -72,3 +72,17 @@ def test_bad_official_flags_exit_2_with_one_line(argv, says, monkeypatch, capsys
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert says in err[-1] and err[-1].startswith("tdmpc2_speed.py: error:"), err
+
+
+def test_official_code_that_fails_exits_2_with_its_last_line(tmp_path, monkeypatch, capsys):
+    """A checkout the driver cannot run (here: no torch in this interpreter, no ``common``)
+    ends the benchmark with exit 2 and one line quoting the driver's last error line."""
+    speed = _load("tdmpc2_speed")
+    (tmp_path / "tdmpc2").mkdir()
+    (tmp_path / "tdmpc2" / "tdmpc2.py").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        speed.official_times(sys.executable, str(tmp_path), [1], 1, ["eager"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "official TD-MPC2 (eager) failed" in err[0], err
+    assert "Error" in err[0]  # the driver's own last line, e.g. ModuleNotFoundError
