@@ -159,7 +159,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "redq", "--imitation", "x"], "ExpertImitation around an expert function"),
         (["train", "sac", "--steps", "0"], "--steps must be a positive"),
         (["train", "sac", "--steps", "-5"], "--steps must be a positive"),
-        (["train", "sac", "--not-a-field", "1"], "valid config fields: --batch-size"),
+        (["train", "sac", "--not-a-field", "1"], "valid config fields: --action-repeat, --batch-size"),
         (["train", "sac", "--tau", "2.0"], "SACConfig.tau = 2.0 is invalid: it must be in (0, 1]"),
         (["train", "dreamerv3", "--steps", "100000000", "--buffer-size", "100000000"],
          "lower --buffer-size"),

@@ -207,3 +207,22 @@ def test_multitask_run_resumes_to_the_same_end(tmp_path):
     assert [r["step"] for r in resumed] == [10, 20]
     for key in ("total_loss", "pi_loss", "eval_return/pend", "eval_return/reach"):
         assert resumed[-1][key] == lines[-1][key], key
+
+
+def test_collect_records_the_runs_action_repeat_and_evaluates_with_it(tmp_path):
+    """A SAC run with --action-repeat 2 acts every 2 Pendulum steps: its 100 agent steps are
+    one whole episode, which the dataset records with repeat 2, and the multi-task model's
+    evaluation env of that task repeats too (its time limit, 100 agent steps, matches)."""
+    from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2
+
+    run, ds = tmp_path / "pend", tmp_path / "ds"
+    argv = ["train", "sac", "--env", "Pendulum-v1", "--action-repeat", "2", "--out", str(run)]
+    assert main(argv + TINY_SAC) == 0
+    for task in ("a", "b"):
+        assert main(["collect", str(run), "--out", str(ds), "--task", task, "--replay"]) == 0
+    data = load_dataset(ds)
+    meta = data.tasks[0]
+    assert (meta.action_repeat, meta.episode_length) == (2, 100)
+    assert data.episodes["a"].length.tolist() == [100]
+    algo = MultitaskTDMPC2(ds)
+    assert [e.spec.max_episode_steps for e in algo.eval_envs] == [100, 100]

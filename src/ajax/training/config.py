@@ -16,13 +16,23 @@ class LoopConfig(Validated):
         eval_freq: env steps (all envs together) between deterministic evaluations; also the
             length of one jitted chunk of the run, so logs and checkpoints fall on its multiples.
         eval_episodes: episodes per evaluation, run in parallel on separate env copies.
+        action_repeat: env steps per agent step, rewards summed, stopping at an episode's end
+            (the official DMC protocols of TD-MPC2 and DreamerV3 use 2). An option of the env
+            built from the id (``make_env(..., action_repeat=)``), in training and evaluation;
+            ``--steps``, ``eval_freq`` and the time limit then count agent steps.
     """
 
     n_envs: int = 1
     eval_freq: int = 2_000
     eval_episodes: int = 10
+    action_repeat: int = 1
 
-    RULES = {"n_envs": positive(), "eval_freq": positive(), "eval_episodes": positive()}
+    RULES = {
+        "n_envs": positive(),
+        "eval_freq": positive(),
+        "eval_episodes": positive(),
+        "action_repeat": positive(),
+    }
 
     def relations(self) -> None:
         require(

@@ -75,11 +75,6 @@ class DreamerV3(ReplayAlgorithm):
     compiler_options = SAME_ON_ANY_LAYOUT
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
-        repeat = (config or DreamerV3Config()).action_repeat
-        if repeat != 1:  # an env option, so host simulators repeat (and stop) themselves
-            if not isinstance(env, str):
-                raise ValueError("action_repeat applies to an env id; wrap an env object yourself")
-            env_options = {"action_repeat": repeat, **env_options}
         super().__init__(env, config, **env_options)
         spec = self.env.spec
         if len(spec.observation_shape) != 1:

@@ -84,8 +84,8 @@ class DreamerV3Config(LoopConfig):
             "image" and "vector" (configs.yaml ``enc.spaces`` / ``dec.spaces``; ``".*"``: both;
             the reference's DMC-vision runs use "image"). Observations of one part need ".*"
             or that part's name.
-        action_repeat: env steps per agent step (configs.yaml ``env.dmc.repeat`` is 2 for
-            DMC; 1 elsewhere here). Applied to the env id; ``--steps`` then counts agent steps.
+        action_repeat: (LoopConfig's) configs.yaml ``env.dmc.repeat`` is 2 for DMC, 1
+            elsewhere here.
     """
 
     model_size: str = "12m"
@@ -129,7 +129,6 @@ class DreamerV3Config(LoopConfig):
     minstd: float = 0.1
     maxstd: float = 1.0
     eval_episodes: int = 4
-    action_repeat: int = 1
     enc_spaces: str = ".*"
     dec_spaces: str = ".*"
 
@@ -140,7 +139,6 @@ class DreamerV3Config(LoopConfig):
             name: at_least(1)
             for name in (
                 "stoch",
-                "action_repeat",
                 "blocks",
                 "bins",
                 "batch_size",
