@@ -25,7 +25,10 @@ from ajax.cli_args import (
     CollectArgs,
     ResumeArgs,
     TrainArgs,
+    check_agent_only,
     check_multitask,
+    flag_value,
+    protocol_steps,
     split_positional,
 )
 from ajax.cli_flags import UsageError, parse_flags, split_flags
@@ -105,8 +108,11 @@ def cmd_train(argv: list[str]) -> int:
     python_only = getattr(config_cls, "PYTHON_ONLY", {})
     fields = {f.name for f in dataclasses.fields(config_cls)} - set(python_only)
     refused = {**getattr(config_cls, "REFUSED_FLAGS", {}), **python_only}
+    check_agent_only(agent, rest)
     own_args, config_args = split_flags(rest, own, fields, refused)
     args = parse_flags(TrainArgs, own_args, TrainArgs())
+    protocol_name, protocol = _protocol(config_args)
+    args = protocol_steps(args, own_args, protocol)
     check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
     if args.multitask:
         args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
@@ -114,10 +120,12 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
     devices = args.connect()
     try:
-        config = parse_flags(config_cls, config_args, config_cls()) if config_args else config_cls()
+        base = config_cls.from_protocol(protocol_name) if protocol else config_cls()
+        config = parse_flags(config_cls, config_args, base) if config_args else base
     except ValueError as err:
         raise UsageError(str(err)) from err
     algo = _make_algo(agent, args.env, config, args.env_options())
+    env_options = _recorded_env_options(args, algo, protocol)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")
     try:
@@ -129,7 +137,7 @@ def cmd_train(argv: list[str]) -> int:
             n_seeds=args.n_seeds,
             checkpoint_every=args.checkpoint_every,
             config=dataclasses.asdict(config),
-            env_options=args.env_options(),
+            env_options=env_options,
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -169,6 +177,30 @@ def cmd_train(argv: list[str]) -> int:
         print(f"note: --steps {args.steps} ran {summary['steps']} steps: runs go in whole chunks "
               "of eval_freq env steps (lower --eval-freq for a finer grain)")  # fmt: skip
     return 0
+
+
+def _protocol(config_args: list[str]) -> tuple[str | None, object]:
+    """``(name, Protocol)`` of ``--protocol`` (:mod:`ajax.agents.dreamerv3.protocols`), or
+    ``(None, None)``; UsageError naming the known ones for an unknown name."""
+    name = flag_value(config_args, "--protocol")
+    if name is None:
+        return None, None
+    from ajax.agents.dreamerv3 import protocols
+
+    try:
+        return name, protocols.get(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
+def _recorded_env_options(args: TrainArgs, algo, protocol) -> dict:
+    """run.json's env options: the ones given, over the protocol's for the env's family (the
+    algorithm applied the same), tuples as the lists JSON reads back."""
+    given = args.env_options()
+    if protocol is None:
+        return given
+    options = protocol.env_options.get(algo.env.spec.family, {})
+    return {**{k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}, **given}
 
 
 def _train_help(agent: str, config_cls) -> int:

@@ -187,3 +187,40 @@ class CollectArgs:
             raise UsageError(
                 f"--episodes must be >= 1 and --noise in [0, 2], got {self.episodes}, {self.noise}"
             )
+
+
+# Run options that only one agent has, with what they set: given to another agent, they are
+# refused by name instead of as unknown options.
+AGENT_ONLY = {
+    "protocol": ("dreamerv3", "the official DreamerV3 run settings, e.g. dmc_proprio"),
+    "eval_policy": ("dreamerv3", "whether DreamerV3's evaluation samples or takes the mode"),
+}
+
+
+def check_agent_only(agent: str, tokens: list[str]) -> None:
+    """UsageError naming the fix for an :data:`AGENT_ONLY` flag given to another agent."""
+    for tok in tokens:
+        name = tok[2:].split("=", 1)[0].replace("-", "_") if tok.startswith("--") else ""
+        owner, what = AGENT_ONLY.get(name, (agent, ""))
+        if owner != agent:
+            flag = tok.split("=", 1)[0]
+            raise UsageError(f"{flag} is a {owner} option ({what}); {agent} has none: drop {flag}")
+
+
+def flag_value(tokens: list[str], flag: str) -> str | None:
+    """The value given to ``flag`` in ``tokens`` (``--flag V`` or ``--flag=V``), else None."""
+    for i, tok in enumerate(tokens):
+        if tok.startswith(flag + "="):
+            return tok.split("=", 1)[1]
+        if tok == flag and i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            return tokens[i + 1]
+    return None
+
+
+def protocol_steps(args: TrainArgs, own_args: list[str], protocol) -> TrainArgs:
+    """``args`` with a protocol's run length (configs.yaml ``run.steps``) unless ``--steps``
+    was given."""
+    given = flag_value(own_args, "--steps") is not None
+    if protocol is None or protocol.steps is None or given:
+        return args
+    return dataclasses.replace(args, steps=protocol.steps)

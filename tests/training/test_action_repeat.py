@@ -1,5 +1,6 @@
 """``LoopConfig.action_repeat``: every agent on the shared loop repeats actions in the env built
-from its id (the official DMC protocols of TD-MPC2 and DreamerV3 act every 2 env steps)."""
+from its id (TD-MPC2's official DMC runs act every 2 env steps; DreamerV3's every step at
+e3f0224, configs.yaml:36, where dreamerv3 1.5.0 had 2)."""
 
 from __future__ import annotations
 

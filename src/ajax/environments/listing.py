@@ -37,8 +37,9 @@ class FamilyInfo(TypedDict):
 MINATAR_IMAGES = "image obs: 10 x 10 channel planes; agents: dreamerv3 (CNN), dqn, pqn"
 CRAFTAX_IMAGES = "image obs: 63 x 63 RGB (--resize 64 for dreamerv3); agents: dreamerv3, dqn, pqn"
 ATARI_NOTE = (
-    "every id gives 64 x 64 RGB frames, 4 emulator frames per step, sticky actions "
-    "(DreamerV3's Atari settings; --grayscale for one channel); agents: dreamerv3, dqn, pqn"
+    "every id gives 96 x 96 gray frames, 4 emulator frames per step, sticky actions, up to 30 "
+    "no-ops (DreamerV3's env.atari; its atari100k protocol: 64 x 64 RGB, not sticky); "
+    "agents: dreamerv3, dqn, pqn"
 )
 DMC_PIXELS = (
     "every id also renders 64 x 64 RGB images with --pixels (make_env(..., pixels=True)), "

@@ -74,11 +74,14 @@ class EnvConfig:
         (:class:`~ajax.environments.expert_action.ExpertActionWrapper`; JAX envs only).
       resize: image envs: resize the images to (height, width)
         (:class:`~ajax.environments.image_wrappers.ResizeImage`).
-      grayscale: image envs: RGB to one luma channel (atari: Pillow's "L" conversion).
+      grayscale: image envs: RGB to one luma channel (atari: DreamerV3's weights, truncated).
       frame_stack: image envs: stack the last k frames on the channel axis (1: none).
       pixels: dmc only: 64 x 64 RGB camera images as the observation (``image_shape`` set).
       proprio: dmc with ``pixels`` only: the task's state features after the image (a mixed
         observation, ``spec.vector_dim`` of them; DreamerV3 reads both).
+      atari_settings: atari only: DreamerV3's env block, "atari" (the default: 96 x 96 gray,
+        sticky actions, 18 actions) or "atari100k" (64 x 64 RGB, not sticky, the minimal action
+        set); :mod:`ajax.environments.atari`.
       backend: brax only: the physics pipeline (default ``generalized``).
       config_overrides: playground only: merged over ``{"impl": "jax"}``.
     """
@@ -97,6 +100,7 @@ class EnvConfig:
     frame_stack: int = 1
     pixels: bool = False
     proprio: bool = False
+    atari_settings: str | None = None
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
@@ -131,6 +135,13 @@ class EnvConfig:
             raise ValueError(
                 "proprio= adds the state features to rendered images: add pixels= (dmc ids), "
                 "or drop proprio (without pixels the observation is the state already)"
+            )
+        if self.atari_settings is not None and (
+            family != "atari" or self.atari_settings not in ("atari", "atari100k")
+        ):
+            raise ValueError(
+                f"atari_settings={self.atari_settings!r} picks DreamerV3's Atari env block: "
+                "'atari' or 'atari100k', on atari:<Game> ids only"
             )
         if self.pid_dt is not None and self.pid_error_fn is None:
             raise ValueError("pid_dt= needs pid_error_fn=")
@@ -287,7 +298,7 @@ def _make_host(family: str, name: str, config: EnvConfig) -> HostEnv:
     elif family == "atari":
         from ajax.environments.atari import make_atari
 
-        env = make_atari(name, n, limit, config.grayscale)
+        env = make_atari(name, n, limit, config.grayscale, config.atari_settings)
     else:
         domain, _, task = name.partition("-")
         env = make_dmc(domain, task, n, repeat, limit, config.pixels, config.proprio)

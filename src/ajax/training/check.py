@@ -13,8 +13,10 @@ def check_run(out: Path) -> tuple[list[str], bool]:
     """Report lines and whether the run can be resumed as it is (its newest checkpoint
     verifies and was made by its ``run.json``, or it has no checkpoint yet). Changes nothing."""
     spec = load_spec(out)
+    protocol = spec.config.get("protocol")
     lines = [f"run {out}: {spec.agent} on {spec.env}, {spec.steps} steps, seeds "
-             f"{spec.seed}..{spec.seed + spec.n_seeds - 1}"]  # fmt: skip
+             f"{spec.seed}..{spec.seed + spec.n_seeds - 1}"
+             + (f", protocol {protocol}" if protocol else "")]  # fmt: skip
     ckpt = out / "checkpoints"
     healthy = True
     try:

@@ -17,7 +17,8 @@ class LoopConfig(Validated):
             length of one jitted chunk of the run, so logs and checkpoints fall on its multiples.
         eval_episodes: episodes per evaluation, run in parallel on separate env copies.
         action_repeat: env steps per agent step, rewards summed, stopping at an episode's end
-            (the official DMC protocols of TD-MPC2 and DreamerV3 use 2). An option of the env
+            (TD-MPC2's official DMC runs use 2; DreamerV3's use 1 at e3f0224, configs.yaml:36
+            ``env.dmc.repeat``, where dreamerv3 1.5.0 had 2). An option of the env
             built from the id (``make_env(..., action_repeat=)``), in training and evaluation;
             ``--steps``, ``eval_freq`` and the time limit then count agent steps.
     """

@@ -1,6 +1,7 @@
 """DreamerV3 (Hafner et al., arXiv:2301.04104): ``ajax.DreamerV3`` and its agent-local blocks.
 
 - :mod:`.config`: DreamerV3Config with the official size presets ("1m" ... "400m").
+- :mod:`.protocols`: the official run protocols ("atari100k", "dmc_proprio", ...) as data.
 - :mod:`.model`: encoder, decoder, reward / continue / value heads and the actor (Nets).
 - :mod:`.losses`: world_model_loss, imagine_loss, replay_value_loss, total_loss.
 - :mod:`.update`: the learner state, one train step, the acting step.
@@ -13,6 +14,7 @@
 - :mod:`.optim`: per-tensor AGC and the LaProp chain.
 """
 
+from ajax.agents.dreamerv3 import protocols
 from ajax.agents.dreamerv3.agent import policy as agent_policy
 from ajax.agents.dreamerv3.agent import replay_agent
 from ajax.agents.dreamerv3.config import MODEL_SIZES, DreamerV3Config
@@ -36,6 +38,7 @@ from ajax.agents.dreamerv3.policy import (
     continue_loss,
     continue_target,
 )
+from ajax.agents.dreamerv3.protocols import PROTOCOLS, Protocol
 from ajax.agents.dreamerv3.rssm import (
     RSSMFeatures,
     RSSMState,
@@ -62,6 +65,9 @@ class DreamerV3(ReplayAlgorithm):
     n_seeds)``: on a JAX env the whole run (acting, hold ticks, replay, updates, evaluation) is
     one jitted scan, vmapped over seeds; on a host env (``gymnasium:``, ``dmc:``) the same
     ticks run around the host simulators, one jitted policy and one jitted train call each.
+    A config from an official protocol (``DreamerV3Config.from_protocol("dmc_vision")``) adds
+    the protocol's env settings under the ``env_options`` given (e.g. rendered images for
+    ``dmc:`` ids) and refuses an env of the wrong kind with a ValueError naming the fix.
     """
 
     name = "dreamerv3"
@@ -75,8 +81,16 @@ class DreamerV3(ReplayAlgorithm):
     compiler_options = SAME_ON_ANY_LAYOUT
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
+        protocol = getattr(config, "protocol", None)
+        if protocol is not None and isinstance(env, str):
+            # the protocol's env settings (configs.yaml env.<suite>) under the ones given
+            family = protocols.check_env_id(protocol, env)
+            env_options = {**protocols.env_options(protocol, family), **env_options}
         super().__init__(env, config, **env_options)
         spec = self.env.spec
+        if protocol is not None:  # an env object: its spec says the family
+            protocols.check_family(protocol, self.env_id, spec.family)
+            protocols.check_observation(protocol, self.env_id, spec.image_shape is not None)
         if len(spec.observation_shape) != 1:
             raise ValueError(
                 f"dreamerv3 takes flat observations (vectors, or images flattened with "
@@ -108,6 +122,8 @@ class DreamerV3(ReplayAlgorithm):
 
 __all__ = [
     "MODEL_SIZES",
+    "PROTOCOLS",
+    "Protocol",
     "DreamerV3",
     "DreamerV3Config",
     "RSSM",

@@ -7,9 +7,12 @@ danijar/dreamerv3@e3f0224 embodied/run/train.py and embodied/core/driver.py, und
   episode's last observation is its own row (is_last, is_terminal) and the next tick is a hold
   tick that emits the new first observation (DESIGN.md 5.2). The policy acts from the first step
   (no random prefill) and its posterior latent is stored in the row (replay_context).
-- Clock: ``embodied.when.Ratio(train_ratio / (batch_size * batch_length))`` over env steps,
-  hold ticks included, as the driver counts them; the first call once the replay holds a full
-  window gives one update, later calls the whole updates of the accumulated fractional credit.
+- Clock: ``elements.when.Ratio(train_ratio / (batch_size * batch_length))`` over env steps,
+  hold ticks included, as the driver counts them (embodied/run/train.py:24-25, :59). The driver
+  calls it only once the replay holds batch_size x batch_length windows (train.py:71-73), at
+  step ``DreamerV3Config.first_train_step``; that first call gives one update and starts its
+  count there (elements/when.py:38-40: nothing accrues while waiting, no catch-up), later
+  calls the whole updates of the credit since (when.py:41-43).
 - Learning: each update pops the online queue first, samples the rest uniformly over windows
   (:func:`ajax.buffers.sequence.sample_dreamerv3`), trains, and writes the posterior latents
   back into the rows it replayed (``write_back`` at offset 1).
@@ -31,38 +34,48 @@ from ajax.training.loop import Clock, Policy, ReplayAgent, zeros_like_shapes
 
 
 class RatioClock(flax.struct.PyTreeNode):
-    """Fractional update credit (embodied.when.Ratio); ``started`` once the replay is ready."""
+    """Fractional update credit (elements.when.Ratio); ``started`` once the replay is ready."""
 
     credit: jax.Array
     started: jax.Array
 
 
 def ratio_clock(cfg: DreamerV3Config) -> Clock:
-    """Updates per tick from the env-step count alone (every seed agrees: lockstep)."""
-    n, ratio = cfg.n_envs, cfg.updates_per_step
+    """Updates per tick from the env-step count alone (every seed agrees: lockstep).
+
+    By the end of env step s the official driver has trained U(s) = 1 + floor((s - s0) x r)
+    times, s0 = ``cfg.first_train_step`` and r = ``cfg.updates_per_step`` (0 before s0), since
+    Ratio's first call returns 1 and sets its origin to s0; a tick of n envs ends at a multiple
+    of n and runs U(end) - U(previous end) updates. The credit is exact when r is a dyadic
+    fraction (every official protocol: train_ratio / 1024)."""
+    n, ratio, start = cfg.n_envs, cfg.updates_per_step, cfg.first_train_step
 
     def init():
         return RatioClock(jnp.zeros((), jnp.float32), jnp.zeros((), bool))
 
     def tick(clock: RatioClock, step):
-        ready = step // n >= cfg.window  # every env holds a full window (one row per tick)
-        credit = jnp.where(clock.started, clock.credit + n * ratio, 0.0)
+        ready = step >= start
+        # the first ready tick: Ratio's origin is s0, so the steps since it within this tick
+        since = (step - start).astype(jnp.float32) * ratio
+        credit = jnp.where(clock.started, clock.credit + n * ratio, since)
         whole = jnp.floor(credit)
-        count = jnp.where(clock.started, whole, 1.0)
-        count = jnp.where(ready, count, 0.0).astype(jnp.int32)
+        count = jnp.where(ready, whole + jnp.where(clock.started, 0.0, 1.0), 0.0)
         new = RatioClock(
-            credit=jnp.where(ready, credit - jnp.where(clock.started, whole, 0.0), 0.0),
+            credit=jnp.where(ready, credit - whole, 0.0),
             started=clock.started | ready,
         )
-        return count, new
+        return count.astype(jnp.int32), new
 
     return Clock(init=init, tick=tick)
 
 
 def policy(cfg: DreamerV3Config, nets: Nets, action_dim: int, discrete: bool) -> Policy:
+    mode = cfg.eval_policy == "mode"  # "sample": evaluation samples, as training does
+
     def act(learner, carry, tick, key, deterministic):
         obs = tick.obs.reshape(tick.obs.shape[0], -1)
-        return update_lib.act(nets, learner.params, carry, obs, tick.is_first, key, deterministic)
+        take_mode = deterministic and mode
+        return update_lib.act(nets, learner.params, carry, obs, tick.is_first, key, take_mode)
 
     return Policy(init=lambda n: update_lib.init_carry(cfg, n, action_dim, discrete), act=act)
 

@@ -1,8 +1,13 @@
 """DreamerV3 hyperparameters: model sizes as presets, the losses' constants, replay and optimiser.
 
 Defaults are the official configuration (danijar/dreamerv3@e3f0224 dreamerv3/configs.yaml:
-``defaults`` and the ``size1m`` ... ``size400m`` blocks) and arXiv:2301.04104v2 Table 4. The size
-presets change the widths only: RSSM deter / hidden / classes and the MLP units of every head.
+``defaults`` and the ``size1m`` ... ``size400m`` blocks) and arXiv:2301.04104v2 Table 4, except
+three run settings that would not fit a small machine: ``model_size`` "12m" (``defaults`` has
+the size200m widths, configs.yaml:91-101), ``n_envs`` 1 (``run.envs`` 16, :55) and
+``eval_policy`` "mode" (the official policy always samples). The size presets change the
+widths only: RSSM deter / hidden / classes and the MLP units of every head. The official run
+protocols (``atari100k``, ``dmc_proprio``, ...) set all of these at once:
+:meth:`DreamerV3Config.from_protocol`, :mod:`ajax.agents.dreamerv3.protocols`.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from ajax.agents.dreamerv3 import protocols
 from ajax.agents.dreamerv3.networks import RSSMConfig
 from ajax.distributional import TwoHot
 from ajax.training.config import LoopConfig
@@ -38,17 +44,18 @@ def _is_regex(pattern: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Architecture:
-    """The widths of one model size (computed from ``model_size``, never stored)."""
+    """The widths of one model (computed from ``model_size`` and the width fields, never stored)."""
 
     deter: int
     hidden: int
     classes: int
     units: int
+    cnn_depth: int = 0
 
     @property
     def depth(self) -> int:
-        """The CNN's base channel count (configs.yaml ``.*\\.depth``): units / 16."""
-        return self.units // 16
+        """The CNN's base channel count (configs.yaml ``.*\\.depth``): units / 16 unless set."""
+        return self.cnn_depth or self.units // 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,11 +88,23 @@ class DreamerV3Config(LoopConfig):
         minstd, maxstd: bounded-normal std range of continuous policies.
         enc_spaces, dec_spaces: which parts of a mixed observation (an image with vector
             features) the encoder reads and the decoder predicts, a regular expression over
-            "image" and "vector" (configs.yaml ``enc.spaces`` / ``dec.spaces``; ``".*"``: both;
-            the reference's DMC-vision runs use "image"). Observations of one part need ".*"
-            or that part's name.
-        action_repeat: (LoopConfig's) configs.yaml ``env.dmc.repeat`` is 2 for DMC, 1
-            elsewhere here.
+            "image" and "vector" (``".*"``: both, as the reference, whose encoder and decoder
+            take every observation key, agent.py:38-40; it has no such setting at e3f0224,
+            its DMC-vision env drops the state keys instead, configs.yaml:186, which
+            ``--protocol dmc_vision`` does). Observations of one part need ".*" or that
+            part's name.
+        deter, hidden, classes, units, depth: a custom model's widths, as the official
+            ``.*\\.rssm`` / ``.*\\.units`` / ``.*\\.depth`` flags set them; 0 (the default)
+            takes ``model_size``'s (depth: units / 16).
+        action_repeat: (LoopConfig's) 1 in every official protocol: ``env.dmc.repeat`` is 1 at
+            e3f0224 (configs.yaml:36; dreamerv3 1.5.0 had 2), and an Atari step's 4 frames are
+            inside the atari env.
+        eval_policy: how evaluation (and ``ajax eval``) acts: "mode" takes the actor's mode
+            (the bounded normal's mean, the categorical's argmax), "sample" samples it as the
+            official policy does in every mode (agent.py:126), which is how its published
+            scores, training episodes, were played.
+        protocol: the official protocol this config started from (:meth:`from_protocol`), or
+            None; recorded so a run's config says where its settings came from.
     """
 
     model_size: str = "12m"
@@ -131,10 +150,19 @@ class DreamerV3Config(LoopConfig):
     eval_episodes: int = 4
     enc_spaces: str = ".*"
     dec_spaces: str = ".*"
+    deter: int = 0
+    hidden: int = 0
+    classes: int = 0
+    units: int = 0
+    depth: int = 0
+    eval_policy: str = "mode"
+    protocol: str | None = None
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),
         "replay_on": one_of("device", "host"),
+        "eval_policy": one_of("mode", "sample"),
+        "protocol": Rule(choices=tuple(protocols.PROTOCOLS), optional=True),
         **{
             name: at_least(1)
             for name in (
@@ -150,6 +178,7 @@ class DreamerV3Config(LoopConfig):
                 "ac_layers",
             )
         },  # fmt: skip
+        **{name: nonnegative() for name in ("deter", "hidden", "classes", "units", "depth")},
         # The replay-value loss bootstraps along the replayed window (T - 1 returns).
         "batch_length": at_least(2),
         "replay_context": one_of(0, 1),
@@ -183,12 +212,15 @@ class DreamerV3Config(LoopConfig):
     def relations(self) -> None:
         super().relations()
         require(self, self.minstd <= self.maxstd, "minstd", f"<= maxstd ({self.maxstd})")
+        items = self.n_envs * (self.buffer_size // self.n_envs - self.window + 1)
         require(
             self,
-            self.buffer_size // self.n_envs >= self.window,
+            items >= self.batch_size * self.batch_length,
             "buffer_size",
-            f"at least batch_length + replay_context = {self.window} rows per env",
-            "raise --buffer-size or lower --batch-length",
+            f"enough rows per env for batch_size x batch_length = "
+            f"{self.batch_size * self.batch_length} windows of {self.window} rows over "
+            f"{self.n_envs} env(s) (training waits for them)",
+            "raise --buffer-size or lower --batch-size / --batch-length",
         )
         require(self, self.arch.deter % self.blocks == 0, "blocks",
                 f"a divisor of deter ({self.arch.deter})")  # fmt: skip
@@ -202,9 +234,28 @@ class DreamerV3Config(LoopConfig):
         """The official model of ``size``: "1m", "12m", "25m", "50m", "100m", "200m", "400m"."""
         return cls(model_size=str(size).lower(), **overrides)
 
+    @classmethod
+    def from_protocol(cls, name: str, **overrides) -> DreamerV3Config:
+        """The official protocol ``name`` ("atari100k", "dmc_proprio", "dmc_vision", "crafter",
+        "bsuite", "atari"; :data:`~ajax.agents.dreamerv3.protocols.PROTOCOLS`), with
+        ``overrides`` over its fields. Its env settings and steps are applied where the env is
+        built (:class:`~ajax.agents.dreamerv3.DreamerV3`, ``ajax train --protocol``)."""
+        return cls(**{**protocols.get(name).config, "protocol": name, **overrides})
+
+    @property
+    def first_train_step(self) -> int:
+        """The env step (all envs) of the first update: the official driver trains once the
+        replay holds batch_size x batch_length windows (embodied/run/train.py:71), and an env
+        adds one window per row from its ``window``-th row on (embodied/core/replay.py:108-111),
+        so n_envs x (window - 1) steps more."""
+        return self.batch_size * self.batch_length + self.n_envs * (self.window - 1)
+
     @property
     def arch(self) -> Architecture:
-        return Architecture(*MODEL_SIZES[self.model_size])
+        preset = Architecture(*MODEL_SIZES[self.model_size])
+        custom = {k: getattr(self, k) for k in ("deter", "hidden", "classes", "units")}
+        widths = {k: v or getattr(preset, k) for k, v in custom.items()}
+        return Architecture(**widths, cnn_depth=self.depth)
 
     @property
     def window(self) -> int:

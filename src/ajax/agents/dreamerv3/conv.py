@@ -6,13 +6,13 @@ kernel 5, RMSNorm, SiLU, non-strided, decoder ``bspace`` 8). Images enter as pix
 (``uint8 / 255`` when stored as bytes) shifted by -0.5; each encoder stage is a 'same' conv,
 a 2 x 2 max-pool, RMSNorm and SiLU; the flattened last stage is the token (no MLP after it). The
 decoder builds the smallest feature map from the deterministic state through a BlockLinear
-(``bspace`` blocks) plus the stochastic state through a two-layer MLP, then doubles it stage
-by stage (nearest repeat, conv, norm, act) up to a sigmoid image; its loss is the squared error
-summed over pixels and channels against ``pixels / 255``.
+(``bspace`` blocks) plus the stochastic state through a two-layer MLP, normalises their sum
+(SiLU(RMSNorm(x0 + x1)), rssm.py:316-327), then doubles it stage by stage (nearest repeat,
+conv, norm, act) up to a sigmoid image; its loss is the squared error summed over pixels and
+channels against ``pixels / 255``.
 
-Written from the reference's structure without its code at hand (it cannot be fetched here),
-so layer order and parameter counts are not yet checked against it (deviations.md D53). One
-deliberate generalisation: the reference always runs its four stages (64 x 64 inputs, 4 x 4 at
+Checked against the official code by the parity fixtures (tests/agents/dreamerv3/fixtures) at
+64 x 64. One deliberate generalisation: the reference always runs its four stages (64 x 64 inputs, 4 x 4 at
 the end). Here a smaller image runs the *last* ``image_stages`` of them, halving while the side
 stays even and at least 4: all four for 64 x 64, the last two (4, 4 x depth channels) for
 16 x 16, the last one for MinAtar's 10 x 10 (to 5 x 5), since a small image is what the
@@ -121,14 +121,12 @@ class ConvDecoder(nn.Module):
         x0 = BlockLinear(size, g, name="space0")(deter)
         x0 = x0.reshape(-1, g, shape[0], shape[1], shape[2] // g)
         x0 = jnp.moveaxis(x0, 1, 3).reshape(-1, *shape)
-        x0 = nn.RMSNorm(epsilon=1e-4, dtype=jnp.float32, name="space0_norm")(x0)
         init = trunc_normal_fan_in(1.0)
         x1 = _norm_act(
             nn.Dense(2 * self.units, kernel_init=init, name="space1")(stoch), "space1_norm"
         )
         x1 = nn.Dense(size, kernel_init=init, name="space2")(x1).reshape(-1, *shape)
-        x1 = nn.RMSNorm(epsilon=1e-4, dtype=jnp.float32, name="space2_norm")(x1)
-        x = jax.nn.silu(x0 + x1)
+        x = _norm_act(x0 + x1, "space_norm")  # one norm over the sum (rssm.py:327)
         for i in reversed(range(k - 1)):
             x = jnp.repeat(jnp.repeat(x, 2, axis=1), 2, axis=2)
             x = _norm_act(_conv(depths[i], self.kernel, f"conv_{i}")(x), f"norm_{i}")

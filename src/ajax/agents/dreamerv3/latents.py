@@ -46,14 +46,35 @@ def unimix_logits(logits: jax.Array, unimix: float = 0.01) -> jax.Array:
     return jnp.log(probs)
 
 
+def is_noise(draw) -> bool:
+    """True when ``draw`` is noise already drawn (a float array), False for a PRNG key.
+
+    Every sampler of the agent takes either: a key draws the noise as the official code does
+    (``jax.random.categorical`` is argmax(logits + Gumbel), ``outs.Normal`` mean + std N(0, 1)),
+    recorded noise replays the official draws exactly (the parity fixtures).
+    """
+    return jnp.issubdtype(getattr(draw, "dtype", jnp.float32), jnp.floating)
+
+
+def categorical_index(draw: jax.Array, logits: jax.Array) -> jax.Array:
+    """argmax(logits + g) over the last axis, g ~ Gumbel drawn from a key or given as ``draw``.
+
+    outs.py:222-224 (Categorical.sample): identical to ``jax.random.categorical(key, logits)``.
+    """
+    if is_noise(draw):
+        return jnp.argmax(logits + draw, axis=-1)
+    return jax.random.categorical(draw, logits, axis=-1)
+
+
 def onehot_st_sample(key: jax.Array, logits: jax.Array, unimix: float = 0.01) -> jax.Array:
     """A one-hot sample [..., C] of Cat(unimix(l)) with straight-through gradients.
 
     outs.py:252-254, 265-271 (OneHot.sample, _onehot_with_grad): the value is sg(onehot) + (p - sg(p)) with p
-    the mixed probabilities, so it is exactly one-hot while d value / d l = d p / d l.
+    the mixed probabilities, so it is exactly one-hot while d value / d l = d p / d l. ``key`` is a
+    PRNG key or the Gumbel noise [..., C] itself (:func:`is_noise`).
     """
     mixed = unimix_logits(logits, unimix)
-    index = jax.random.categorical(key, mixed, axis=-1)
+    index = categorical_index(key, mixed)
     onehot = jax.nn.one_hot(index, mixed.shape[-1], dtype=jnp.float32)
     probs = jax.nn.softmax(mixed, axis=-1)
     return sg(onehot) + (probs - sg(probs))

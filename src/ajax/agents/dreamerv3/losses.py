@@ -39,6 +39,21 @@ class Batch(flax.struct.PyTreeNode):
     is_terminal: jax.Array
 
 
+class TrainDraws(flax.struct.PyTreeNode):
+    """Every random draw of one train step, given in place of its key (the parity tests replay
+    the official code's draws with it), in the order agent.py ``loss`` consumes them.
+
+    post_gumbel [T, B, S, C]: the posterior samples' Gumbel noise (rssm.py:87, one row per step);
+    img_action_noise [H + 1, N, A]: the imagined actions' noise, standard normal for a bounded
+    normal policy, Gumbel for a categorical one; row H is the last action (agent.py:204-205);
+    img_stoch_gumbel [H, N, S, C]: the imagined latents' Gumbel noise (rssm.py:101).
+    """
+
+    post_gumbel: jax.Array
+    img_action_noise: jax.Array
+    img_stoch_gumbel: jax.Array
+
+
 def _tm(x: jax.Array) -> jax.Array:
     return jnp.swapaxes(x, 0, 1)
 
@@ -100,7 +115,11 @@ def imagine_loss(
     """
     two_hot = cfg.two_hot()
     starts = jax.tree.map(sg, starts)
-    k_img, k_last = jax.random.split(key)
+    if isinstance(key, TrainDraws):
+        k_img = (key.img_action_noise[:-1], key.img_stoch_gumbel)
+        k_last = key.img_action_noise[-1]
+    else:
+        k_img, k_last = jax.random.split(key)
     # Rollouts, rewards and continues only feed stop-gradiented targets: running them on
     # stop-gradiented parameters keeps autodiff from linearising the imagination scan at all.
     frozen = sg(params)
@@ -142,7 +161,7 @@ def imagine_loss(
         "policy_ent": ent.mean(),
         "weight": weight.mean(),
     }
-    return loss, {"metrics": metrics, "retnorm": retnorm, "ret0": sg(ret[0])}
+    return loss, {"metrics": metrics, "retnorm": retnorm, "ret": sg(ret), "ret0": sg(ret[0])}
 
 
 def replay_value_loss(
@@ -174,12 +193,18 @@ def replay_value_loss(
         + cfg.slowreg * two_hot.loss(val_logits[:, :-1], slowval[:, :-1])
     )
     metrics = {"loss/repval": value.mean(), "repval_ret": ret.mean()}
-    return cfg.scale_repval * value.mean(), {"metrics": metrics}
+    return cfg.scale_repval * value.mean(), {"metrics": metrics, "ret": sg(ret)}
 
 
 def total_loss(nets, cfg, params, slow_val, retnorm, batch: Batch, start: RSSMState, key):
-    """The one loss of the one optimiser step: world model + imagination + replay value."""
-    k_wm, k_img = jax.random.split(key)
+    """The one loss of the one optimiser step: world model + imagination + replay value.
+
+    ``key`` is a PRNG key or the step's :class:`TrainDraws`.
+    """
+    if isinstance(key, TrainDraws):
+        k_wm, k_img = key.post_gumbel, key
+    else:
+        k_wm, k_img = jax.random.split(key)
     wm, wm_aux = world_model_loss(nets, cfg, params, batch, start, k_wm)
     post = wm_aux["post"]
     flat = jax.tree.map(lambda s: s.reshape(-1, *s.shape[2:]), post)
@@ -188,4 +213,6 @@ def total_loss(nets, cfg, params, slow_val, retnorm, batch: Batch, start: RSSMSt
     rv, rv_aux = replay_value_loss(nets, cfg, params, slow_val, post, batch, boot)
     metrics = {**wm_aux["metrics"], **ac_aux["metrics"], **rv_aux["metrics"]}
     metrics["loss/total"] = wm + ac + rv
-    return wm + ac + rv, {"metrics": metrics, "retnorm": ac_aux["retnorm"], "post": post}
+    returns = {"imag": ac_aux["ret"], "replay": rv_aux["ret"]}  # [H, B T] and [B, T - 1]
+    aux = {"metrics": metrics, "retnorm": ac_aux["retnorm"], "post": post, "returns": returns}
+    return wm + ac + rv, aux

@@ -1,15 +1,16 @@
 """DreamerV3 on mixed observations: an image and vector features, each through its own path.
 
-danijar/dreamerv3@e3f0224 dreamerv3/rssm.py (Encoder, Decoder) and configs.yaml
-(``enc.spaces``, ``dec.spaces``): the encoder sends rank-3 keys through the CNN and the other
-keys, concatenated, through the symlog MLP, and its token is the two outputs side by side; the
-decoder predicts every selected key and the world model adds each key's loss at the ``rec``
-scale. The spaces are regular expressions over the observation's keys. Ajax's observations are
-flat ([image H W C, vector V], ``EnvSpec.image_shape`` / ``vector_dim``), so the keys are the
-two parts, ``"image"`` and ``"vector"``: ``enc_spaces="image"`` is the reference's DMC-vision
-setting, ``".*"`` its default. Written without the reference's code at hand: the order of the
-two outputs in the token, and ``re.fullmatch`` for the selection, are not checked against it
-(deviations.md D57).
+danijar/dreamerv3@e3f0224 dreamerv3/rssm.py (Encoder, Decoder) and agent.py:38-40: the
+encoder and decoder take every observation key but the reward and the three flags; rank-3
+keys go through the CNN and the other keys, concatenated, through the symlog MLP, and the token
+is the MLP's output followed by the CNN's (rssm.py:210-248); the decoder predicts every key and
+the world model adds each key's loss at the ``rec`` scale (agent.py:82, :179-182). Ajax's
+observations are flat ([image H W C, vector V], ``EnvSpec.image_shape`` / ``vector_dim``), so
+the keys are the two parts, ``"image"`` and ``"vector"``. ``enc_spaces`` / ``dec_spaces`` (regular
+expressions over the part names, ``re.fullmatch``) are Ajax's own option: the official code has
+no such keys at e3f0224, and its DMC-vision protocol drops the state in the env instead
+(configs.yaml:186). With ``".*"`` (the default) both parts are used, as officially; the mixed
+parity fixture checks that path against the official train and acting steps.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ features); images go through the CNNs of :mod:`~ajax.agents.dreamerv3.conv`. Eve
 
 - reward and value: 255 two-hot logits at outscale 0 (an exactly zero first prediction);
 - continue: one Bernoulli logit at outscale 1;
-- policy: bounded normal (outscale 0.01) for boxes, unimix categorical (outscale 0.01) for
-  discrete actions.
+- policy: bounded normal (outscale 0.01) for boxes, a plain categorical (outscale 0.01) for
+  discrete actions (heads.py:101-110: the policy's unimix reaches only the ``onehot`` output).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ajax.agents.dreamerv3.mixed import (
 )
 from ajax.agents.dreamerv3.mlp import INIT, Encoder, MLPHead, VectorDecoder
 from ajax.agents.dreamerv3.networks import RSSM
-from ajax.agents.dreamerv3.policy import BoundedNormalHead, UnimixCategorical
+from ajax.agents.dreamerv3.policy import BoundedNormalHead, Categorical
 from ajax.agents.dreamerv3.rssm import RSSMState, initial_state
 from ajax.networks.blocks import NormedMLP, linear
 
@@ -47,14 +47,13 @@ class Actor(nn.Module):
     discrete: bool
     minstd: float = 0.1
     maxstd: float = 1.0
-    unimix: float = 0.01
 
     @nn.compact
     def __call__(self, x: jax.Array):
         h = NormedMLP.dreamerv3(self.layers, self.units)(x)
         if self.discrete:
             logits = linear(self.action_dim, INIT, outscale=0.01, name="out")(h)
-            return UnimixCategorical.create(logits, self.unimix)
+            return Categorical.create(logits)
         return BoundedNormalHead(self.action_dim, self.minstd, self.maxstd, name="out")(h)
 
 
@@ -100,7 +99,7 @@ class Nets:
             dec=dec,
             rew=MLPHead(cfg.head_layers, u, cfg.bins, 0.0),
             con=MLPHead(cfg.head_layers, u, 1, 1.0),
-            pol=Actor(cfg.ac_layers, u, action_dim, discrete, cfg.minstd, cfg.maxstd, cfg.unimix),
+            pol=Actor(cfg.ac_layers, u, action_dim, discrete, cfg.minstd, cfg.maxstd),
             val=MLPHead(cfg.ac_layers, u, cfg.bins, 0.0),
         )
 

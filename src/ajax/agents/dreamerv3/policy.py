@@ -20,7 +20,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.dreamerv3.latents import unimix_logits
+from ajax.agents.dreamerv3.latents import categorical_index, is_noise, unimix_logits
 from ajax.distributional import bernoulli_loss
 from ajax.networks.blocks import linear
 
@@ -34,8 +34,9 @@ class BoundedNormal(flax.struct.PyTreeNode):
     std: jax.Array
 
     def sample(self, key: jax.Array) -> jax.Array:
-        """mean + std * eps, unclipped (outs.py:170-172)."""
-        return self.mean + self.std * jax.random.normal(key, self.mean.shape, jnp.float32)
+        """mean + std * eps, unclipped (outs.py:170-172); ``key`` is a PRNG key or eps itself."""
+        eps = key if is_noise(key) else jax.random.normal(key, self.mean.shape, jnp.float32)
+        return eps * self.std + self.mean
 
     def mode(self) -> jax.Array:
         """The mean (outs.py:167-168)."""
@@ -108,28 +109,36 @@ def continue_loss(logits: jax.Array, is_terminal: jax.Array, horizon: float = 33
     return bernoulli_loss(logits, jax.lax.stop_gradient(continue_target(is_terminal, horizon)))
 
 
-class UnimixCategorical(flax.struct.PyTreeNode):
-    """DreamerV3's discrete policy: a categorical over the last axis with a 1 % uniform mixture.
+class Categorical(flax.struct.PyTreeNode):
+    """A categorical over the last axis of ``logits``, optionally mixed with a uniform.
 
-    outs.py:208-250 (Categorical with unimix 0.01; configs.yaml policy). ``logits`` are the
-    mixed log-probabilities. Samples and modes are integer action indices.
+    outs.py:208-240 (Categorical). DreamerV3's discrete policy is the plain one (heads.py:101-110:
+    ``Head.categorical`` never passes its ``unimix``; only the ``onehot`` output mixes), so
+    :meth:`create` defaults to ``unimix = 0``, which keeps the raw logits as the reference does.
+    Samples and modes are integer action indices.
     """
 
     logits: jax.Array
 
     @classmethod
-    def create(cls, raw: jax.Array, unimix: float = 0.01) -> UnimixCategorical:
-        return cls(jax.nn.log_softmax(unimix_logits(raw, unimix), axis=-1))
+    def create(cls, raw: jax.Array, unimix: float = 0.0) -> Categorical:
+        raw = jnp.asarray(raw, jnp.float32)
+        return cls(unimix_logits(raw, unimix) if unimix else raw)
 
     def sample(self, key: jax.Array) -> jax.Array:
-        return jax.random.categorical(key, self.logits, axis=-1).astype(jnp.int32)
+        """An index drawn with a PRNG key, or from given Gumbel noise (outs.py:222-224)."""
+        return categorical_index(key, self.logits).astype(jnp.int32)
 
     def mode(self) -> jax.Array:
         return jnp.argmax(self.logits, axis=-1).astype(jnp.int32)
 
     def log_prob(self, index: jax.Array) -> jax.Array:
+        """log softmax(logits)[index] (outs.py:226-228)."""
         index = jnp.asarray(index, jnp.int32)
-        return jnp.take_along_axis(self.logits, index[..., None], axis=-1)[..., 0]
+        logp = jax.nn.log_softmax(self.logits, axis=-1)
+        return jnp.take_along_axis(logp, index[..., None], axis=-1)[..., 0]
 
     def entropy(self) -> jax.Array:
-        return -jnp.sum(jnp.exp(self.logits) * self.logits, axis=-1)
+        """-sum softmax log softmax (outs.py:230-234)."""
+        logp = jax.nn.log_softmax(self.logits, axis=-1)
+        return -jnp.sum(jax.nn.softmax(self.logits, axis=-1) * logp, axis=-1)

@@ -5,8 +5,10 @@ Algorithms B and C of the DreamerV3 spec; danijar/dreamerv3@e3f0224 dreamerv3/rs
 config) and its ``params``. The scans are time-major: sequences are [T, B, ...] and outputs
 [T, B, ...] (the reference scans axis 1 of [B, T, ...]; transpose replay batches first).
 
-Random keys are split once per step, so no two steps share noise. The initial state is zeros,
-not learned (rssm.py:45-49).
+Random keys are split once per step, so no two steps share noise; in place of a key every
+function also takes the noise itself, one row per step (:func:`~.latents.is_noise`: how the
+parity tests replay the official draws). The initial state is zeros, not learned
+(rssm.py:45-49).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.dreamerv3.latents import onehot_st_sample
+from ajax.agents.dreamerv3.latents import is_noise, onehot_st_sample
 from ajax.agents.dreamerv3.networks import RSSM, RSSMConfig
 
 sg = jax.lax.stop_gradient
@@ -70,6 +72,24 @@ def _zero_where(x: jax.Array, is_first: jax.Array) -> jax.Array:
     """x with the rows of fresh sequences zeroed (nets.py:76-77, mask)."""
     flag = jnp.reshape(is_first, is_first.shape + (1,) * (x.ndim - is_first.ndim))
     return jnp.where(flag, jnp.zeros_like(x), x)
+
+
+def per_step(draw, length: int):
+    """``length`` per-step draws: a key split ``length`` ways, or noise (a float array or a tuple
+    of them, one row per step) as given."""
+    leaves = jax.tree.leaves(draw)
+    if all(is_noise(x) for x in leaves):
+        if any(x.shape[0] != length for x in leaves):
+            raise ValueError(
+                f"noise needs {length} rows, one per step; got {[x.shape for x in leaves]}"
+            )
+        return draw
+    return jax.random.split(draw, length)
+
+
+def split_draw(draw, n: int = 2) -> tuple:
+    """A key split ``n`` ways, or a tuple of ``n`` noise arrays as given."""
+    return tuple(draw) if isinstance(draw, tuple) else tuple(jax.random.split(draw, n))
 
 
 def _apply(rssm: RSSM, params, method, *args) -> jax.Array:
@@ -145,8 +165,7 @@ def observe(
         emb, act, first, k = inputs
         return observe_step(rssm, params, state, emb, act, first, k)
 
-    keys = jax.random.split(key, length)
-    return jax.lax.scan(step, carry, (embed, prev_action, is_first, keys))
+    return jax.lax.scan(step, carry, (embed, prev_action, is_first, per_step(key, length)))
 
 
 def imagine(
@@ -157,17 +176,19 @@ def imagine(
     The policy sees the stop-gradiented state, so actor gradients do not flow into the world model
     through its input; the dynamics still pass gradients along the carry. Returns the final carry,
     the features [H, B, ...] of the states reached and the actions [H, B, ...] that led there.
+    ``key`` may instead be the pair (action noise [H, ...], Gumbel noise [H, B, S, C]) in the
+    order each step draws them (rssm.py:97-101: the action, then the latent).
     """
     if length <= 0:
         raise ValueError(f"imagination length must be positive, got {length}.")
 
     def step(state, k):
-        k_pi, k_z = jax.random.split(k)
+        k_pi, k_z = split_draw(k)
         action = policy(k_pi, sg(state))
         state, feat = imagine_step(rssm, params, state, action, k_z)
         return state, (feat, action)
 
-    carry, (feats, actions) = jax.lax.scan(step, carry, jax.random.split(key, length))
+    carry, (feats, actions) = jax.lax.scan(step, carry, per_step(key, length))
     return carry, feats, actions
 
 
@@ -180,4 +201,4 @@ def imagine_actions(
         action, k = inputs
         return imagine_step(rssm, params, state, action, k)
 
-    return jax.lax.scan(step, carry, (actions, jax.random.split(key, actions.shape[0])))
+    return jax.lax.scan(step, carry, (actions, per_step(key, actions.shape[0])))

@@ -20,7 +20,7 @@ from ajax.agents.dreamerv3.config import DreamerV3Config
 from ajax.agents.dreamerv3.losses import Batch, total_loss
 from ajax.agents.dreamerv3.model import Nets, feat
 from ajax.agents.dreamerv3.optim import laprop_agc
-from ajax.agents.dreamerv3.rssm import RSSMState, initial_state, observe_step
+from ajax.agents.dreamerv3.rssm import RSSMState, initial_state, observe_step, split_draw
 from ajax.networks.train_state import ema_update
 from ajax.normalizers import ReturnNormalizer
 
@@ -109,9 +109,10 @@ def act(nets: Nets, params, carry: ActCarry, obs, is_first, key, deterministic: 
     """One acting step for N envs: encode, posterior step (reset where ``is_first``), actor.
 
     agent.py policy. ``deterministic`` takes the actor's mode (evaluation); training samples.
+    ``key`` is a PRNG key or the pair (posterior Gumbel noise [N, S, C], action noise).
     Returns (action [N, ...], new carry).
     """
-    k_z, k_a = jax.random.split(key)
+    k_z, k_a = split_draw(key)
     tokens = nets.apply("enc", params, obs)
     latent, _ = observe_step(
         nets.rssm, params["dyn"], carry.latent, tokens, carry.prev_action, is_first, k_z
