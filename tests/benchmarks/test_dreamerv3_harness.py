@@ -365,3 +365,14 @@ def test_vs_end_to_end_on_fake_runs(vs, tmp_path, monkeypatch, capsys):
     assert "Pendulum-v1 official: - (seed 1: AssertionError: boom" in table
     assert "CartPole-v1: Ajax mean 75.0" in table
     assert table in capsys.readouterr().out
+
+
+def test_profile_classes_ops_by_hlo_name_and_origin():
+    prof = _load("dreamerv3_profile")
+    assert prof.classify("ynn_fusion.8", "jvp()/while/body/RSSM.core/dot_general").startswith(
+        "matmul"
+    )
+    assert prof.classify("copy.3", "jvp()/transpose") == "layout copies / transposes"
+    assert prof.classify("fusion.1", "jvp()/while/body/jit(_gumbel)/threefry2x32") == "random draws"
+    assert "inside scan" in prof.classify("add.2", "jvp()/while/body/RSSM.core/add")
+    assert "outside scans" in prof.classify("add.5", "jvp(MLPHead)/NormedMLP_0/add")
