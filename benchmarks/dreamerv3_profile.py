@@ -21,13 +21,10 @@ two threads overlap independent ops, so the sum can exceed the wall time.
 from __future__ import annotations
 
 import argparse
-import collections
-import os
-import time
 
 import jax
 from dreamerv3_speed import train_problem
-from tdmpc2_profile import op_names, profile
+from tdmpc2_profile import report
 
 
 def classify(name: str, op: str) -> str:
@@ -54,28 +51,8 @@ def main() -> None:
         parser.error("--repeats must be >= 1 and --top >= 0")
     _, _, step, call = train_problem(args.size)
     compiled = jax.jit(step).lower(*call).compile()
-    for _ in range(2):
-        jax.block_until_ready(compiled(*call))
-    start = time.perf_counter()
-    for _ in range(args.repeats):
-        jax.block_until_ready(compiled(*call))
-    wall = 1e3 * (time.perf_counter() - start) / args.repeats
-    raw = profile(compiled, call, args.repeats)
-    ops = {name: us / 1e3 / args.repeats for name, us in raw.items()}
-    names = op_names(compiled.as_text())
-    classes = collections.Counter()
-    for name, ms in ops.items():
-        classes[classify(name, names.get(name, ""))] += ms
-    summed = sum(classes.values())
-    print(f"DreamerV3 size{args.size} train step: {wall:.1f} ms wall ({os.cpu_count()} CPUs, "
-          f"jax {jax.__version__}); op times summed {summed:.1f} ms over {len(ops)} distinct "
-          f"thunks")  # fmt: skip
-    for cls, ms in classes.most_common():
-        print(f"{ms:8.1f} ms {ms / summed:6.1%}  {cls}")
-    print(f"largest {args.top} ops (ms per step):")
-    for name, ms in sorted(ops.items(), key=lambda x: -x[1])[: args.top]:
-        op = names.get(name, "").replace("jit(<lambda>)/", "")
-        print(f"{ms:8.2f} ms  {name:32s} {op[-90:]}")
+    report(f"DreamerV3 size{args.size} train step", compiled, call, args.repeats, args.top,
+           classify)  # fmt: skip
 
 
 if __name__ == "__main__":

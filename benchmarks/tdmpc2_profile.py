@@ -73,6 +73,31 @@ def profile(compiled, args, repeats: int) -> collections.Counter:
     return total
 
 
+def report(title: str, compiled, call, repeats: int, top: int, classify) -> None:
+    """Time ``compiled(*call)``, profile ``repeats`` calls and print the per-class and largest
+    op times (ms per call), each op classed by ``classify(name, op_name)``."""
+    for _ in range(3):
+        jax.block_until_ready(compiled(*call))
+    start = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(compiled(*call))
+    wall = 1e3 * (time.perf_counter() - start) / repeats
+    ops = {name: us / 1e3 / repeats for name, us in profile(compiled, call, repeats).items()}
+    names = op_names(compiled.as_text())
+    classes = collections.Counter()
+    for name, ms in ops.items():
+        classes[classify(name, names.get(name, ""))] += ms
+    summed = sum(classes.values())
+    print(f"{title}: {wall:.1f} ms wall ({os.cpu_count()} CPUs, jax {jax.__version__}); op "
+          f"times summed {summed:.1f} ms over {len(ops)} distinct thunks")  # fmt: skip
+    for cls, ms in classes.most_common():
+        print(f"{ms:8.1f} ms {ms / summed:6.1%}  {cls}")
+    print(f"largest {top} ops:")
+    for name, ms in sorted(ops.items(), key=lambda x: -x[1])[:top]:
+        op = names.get(name, "").replace("jit(<lambda>)/", "")
+        print(f"{ms:8.2f} ms  {name:32s} {op[-90:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=5)
@@ -84,28 +109,7 @@ def main() -> None:
     step = jax.jit(lambda s, b, key: update(cfg, model, 0.99, s, b, key)[0])
     call = (state, batch, jax.random.PRNGKey(2))
     compiled = step.lower(*call).compile()
-    for _ in range(3):
-        jax.block_until_ready(compiled(*call))
-    start = time.perf_counter()
-    for _ in range(args.repeats):
-        jax.block_until_ready(compiled(*call))
-    wall = 1e3 * (time.perf_counter() - start) / args.repeats
-    ops = {
-        name: us / 1e3 / args.repeats for name, us in profile(compiled, call, args.repeats).items()
-    }
-    names = op_names(compiled.as_text())
-    classes = collections.Counter()
-    for name, ms in ops.items():
-        classes[classify(name, names.get(name, ""))] += ms
-    summed = sum(classes.values())
-    print(f"TD-MPC2 size {args.size} update: {wall:.1f} ms wall ({os.cpu_count()} CPUs, "
-          f"jax {jax.__version__}); op times summed {summed:.1f} ms")  # fmt: skip
-    for cls, ms in classes.most_common():
-        print(f"{ms:8.1f} ms {ms / summed:6.1%}  {cls}")
-    print(f"largest {args.top} ops:")
-    for name, ms in sorted(ops.items(), key=lambda x: -x[1])[: args.top]:
-        op = names.get(name, "").replace("jit(<lambda>)/", "")
-        print(f"{ms:8.2f} ms  {name:32s} {op[-90:]}")
+    report(f"TD-MPC2 size {args.size} update", compiled, call, args.repeats, args.top, classify)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ interpreter (CI has none); the runs themselves are the benchmarks' job."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import sys
@@ -14,19 +13,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from bench_loader import BENCH, load_benchmark
 
-BENCH = Path(__file__).parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    sys.path.insert(0, str(BENCH))  # the scripts import their siblings by name
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+_load = load_benchmark
 
 
 @pytest.fixture(scope="module")

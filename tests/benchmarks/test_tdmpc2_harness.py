@@ -4,24 +4,12 @@ interpreter, which the test machine has not; see the README's "Benchmarks"."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
+from bench_loader import load_benchmark
 
-BENCH = Path(__file__).parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    sys.path.insert(0, str(BENCH))  # tdmpc2_speed's siblings import it by name
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+_load = load_benchmark
 
 
 def test_cpu_copy_edits_only_the_device_strings_and_capturable(tmp_path):

@@ -80,10 +80,9 @@ def _ajax_path(module: str, name: str, mixed: bool) -> tuple[str, ...]:
     for pattern, repl in _RULES:
         if re.fullmatch(pattern, name):
             path = re.sub(pattern, repl, name)
-            heads = module in ("rew", "con", "pol", "val")
             vec = "mlp/" if mixed and module in ("enc", "dec") else ""
             path = path.format(vec=vec, img="cnn/" if mixed else "")
-            return (module, *path.split("/")) if not heads else (module, *path.split("/"))
+            return (module, *path.split("/"))
     raise KeyError(f"no rule for official parameter {module}/{name}")
 
 
@@ -97,8 +96,8 @@ def _nest(flat: dict) -> dict:
     return tree
 
 
-def _decoder_rows(module, name, value, cfg: DreamerV3Config, mixed: bool):
-    """The official vector decoder reads concat(stoch, deter) (rssm.py:280-283); Ajax's reads the
+def _decoder_rows(module, name, value, cfg: DreamerV3Config):
+    """The official vector decoder reads concat(stoch, deter) (rssm.py:293-295); Ajax's reads the
     heads' concat(deter, stoch): the first layer's kernel rows swap blocks."""
     first = "mlp/linear0/kernel"
     if module == "dec" and name == first:
@@ -122,7 +121,7 @@ def official_to_ajax(flat: dict, prefix: str, cfg: DreamerV3Config, mixed: bool,
             module = module_map[module]
         if module not in MODULES:
             continue
-        value = _decoder_rows(module, name, np.asarray(value), cfg, mixed)
+        value = _decoder_rows(module, name, np.asarray(value), cfg)
         out[_ajax_path(module, name, mixed)] = value
     tree = _nest(out)
     tree = {k: tree[k] for k in template if k in tree}
@@ -191,7 +190,7 @@ def _state(d, prefix, cfg, mixed, template: DreamerV3State) -> DreamerV3State:
     )
 
 
-def _window(d, discrete: bool, image, mixed: bool) -> dict:
+def _window(d, image, mixed: bool) -> dict:
     if mixed:
         obs = {"image": d["batch/image"], "vector": d["batch/vector"]}
     else:
@@ -221,7 +220,7 @@ def replayed(request):
     """The official pre-step state replayed through Ajax's loss and train step (one program)."""
     d, cfg, nets, template, discrete, image, mixed = _problem(request.param)
     before = _state(d, "param/", cfg, mixed, template)
-    batch, start = split_window(cfg, _window(d, discrete, image, mixed), discrete)
+    batch, start = split_window(cfg, _window(d, image, mixed), discrete)
     draws = _draws(d)
 
     @jax.jit
