@@ -12,7 +12,7 @@ from tdmpc2_speed import matmul_flops, matmul_gflops
 
 from ajax.agents.crossq import CrossQ, CrossQConfig
 from ajax.agents.crossq import update as crossq_update
-from ajax.agents.sac.update import min_q, policy_step
+from ajax.agents.shared.soft_actor_critic import min_q, policy_step
 from ajax.training.off_policy import Transition
 
 

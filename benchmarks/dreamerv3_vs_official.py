@@ -284,6 +284,8 @@ def run_ajax(args, task: str) -> dict:
     want["task"] = task
     if args.reuse and (row := _same_run(path, want)):
         return row
+    import jax
+
     from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
 
     fields = DreamerV3Config.__dataclass_fields__
@@ -296,6 +298,7 @@ def run_ajax(args, task: str) -> dict:
     env = task if args.ajax_env == "jax" else f"gymnasium:{task}"
     start = time.perf_counter()
     result = DreamerV3(env, cfg).train(seed=0, total_steps=args.steps, n_seeds=args.seeds)
+    jax.block_until_ready(result)  # train returns once the run is dispatched, not done
     wall = time.perf_counter() - start
     rec = {k: np.asarray(v) for k, v in result.metrics.items()}
     shape = (args.seeds, -1)

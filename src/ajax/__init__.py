@@ -12,47 +12,45 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-_AGENTS = {
-    "SAC": ("ajax.agents.sac", "SAC"),
-    "SACConfig": ("ajax.agents.sac", "SACConfig"),
+# Names that are not an agent or its config; the agents and their configs (``SAC``,
+# ``SACConfig``, ...) come from the one registry, :mod:`ajax.agents`.
+_EXTRA = {
     "MCPretrain": ("ajax.agents.sac", "MCPretrain"),
     "ExpertImitation": ("ajax.agents.sac", "ExpertImitation"),
-    "TD3": ("ajax.agents.td3", "TD3"),
-    "TD3Config": ("ajax.agents.td3", "TD3Config"),
-    "PPO": ("ajax.agents.ppo", "PPO"),
-    "DQN": ("ajax.agents.dqn", "DQN"),
-    "DQNConfig": ("ajax.agents.dqn", "DQNConfig"),
-    "PQN": ("ajax.agents.pqn", "PQN"),
-    "UDRL": ("ajax.agents.udrl", "UDRL"),
-    "UDRLConfig": ("ajax.agents.udrl", "UDRLConfig"),
-    "PQNConfig": ("ajax.agents.pqn", "PQNConfig"),
-    "REDQ": ("ajax.agents.redq", "REDQ"),
-    "REDQConfig": ("ajax.agents.redq", "REDQConfig"),
-    "APO": ("ajax.agents.apo", "APO"),
-    "APOConfig": ("ajax.agents.apo", "APOConfig"),
-    "ASAC": ("ajax.agents.asac", "ASAC"),
-    "ASACConfig": ("ajax.agents.asac", "ASACConfig"),
-    "AVG": ("ajax.agents.avg", "AVG"),
-    "AVGConfig": ("ajax.agents.avg", "AVGConfig"),
-    "CrossQ": ("ajax.agents.crossq", "CrossQ"),
-    "CrossQConfig": ("ajax.agents.crossq", "CrossQConfig"),
-    "PPOConfig": ("ajax.agents.ppo", "PPOConfig"),
-    "TDMPC2": ("ajax.agents.tdmpc2", "TDMPC2"),
-    "TDMPC2Config": ("ajax.agents.tdmpc2", "TDMPC2Config"),
     "MultitaskTDMPC2": ("ajax.agents.tdmpc2.multitask", "MultitaskTDMPC2"),
-    "DreamerV3": ("ajax.agents.dreamerv3", "DreamerV3"),
-    "DreamerV3Config": ("ajax.agents.dreamerv3", "DreamerV3Config"),
     "make_env": ("ajax.environments", "make_env"),
 }
 
-__all__ = sorted(_AGENTS)
+
+def _agent_names() -> dict[str, str]:
+    """Public name -> registry name, for every registered agent and its config."""
+    agents = importlib.import_module("ajax.agents")  # not `from ajax import`: __getattr__
+    out = {}
+    for name in agents.names():
+        cls = agents.class_name(name)
+        out[cls] = out[cls + "Config"] = name
+    return out
 
 
 def __getattr__(name: str):
     # Module-level lazy import (PEP 562), not attribute delegation on an object.
-    if name not in _AGENTS:
-        raise AttributeError(f"module 'ajax' has no attribute {name!r}")
-    module, attr = _AGENTS[name]
-    return getattr(importlib.import_module(module), attr)
+    if name in _EXTRA:
+        module, attr = _EXTRA[name]
+        return getattr(importlib.import_module(module), attr)
+    registered = _agent_names().get(name)
+    if registered is not None:
+        cls = importlib.import_module("ajax.agents").get(registered)
+        if name == cls.__name__:
+            return cls
+        if cls.config_cls.__name__ == name:
+            return cls.config_cls
+    raise AttributeError(f"module 'ajax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXTRA, *_agent_names()})
+
+
+__all__ = sorted({*_EXTRA, *_agent_names()})

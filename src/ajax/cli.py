@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -41,30 +42,10 @@ def is_primary() -> bool:
 
 
 def _agents() -> dict[str, type]:
-    from ajax.agents.apo import APO
-    from ajax.agents.asac import ASAC
-    from ajax.agents.avg import AVG
-    from ajax.agents.crossq import CrossQ
-    from ajax.agents.dqn import DQN
-    from ajax.agents.ppo import PPO
-    from ajax.agents.pqn import PQN
-    from ajax.agents.redq import REDQ
-    from ajax.agents.sac import SAC
-    from ajax.agents.td3 import TD3
-    from ajax.agents.udrl import UDRL
+    """The registered agents that import here (:mod:`ajax.agents`, the one registry)."""
+    from ajax import agents
 
-    agents = {"sac": SAC, "td3": TD3, "ppo": PPO, "dqn": DQN, "pqn": PQN, "redq": REDQ,
-              "crossq": CrossQ, "asac": ASAC, "apo": APO, "avg": AVG, "udrl": UDRL}  # fmt: skip
-    try:
-        from ajax.agents.tdmpc2 import TDMPC2
-
-        agents["tdmpc2"] = TDMPC2
-        from ajax.agents.dreamerv3 import DreamerV3
-
-        agents["dreamerv3"] = DreamerV3
-    except ImportError:
-        pass
-    return agents
+    return agents.available()
 
 
 def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
@@ -73,11 +54,12 @@ def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     options = {k: tuple(v) if isinstance(v, list) else v for k, v in (env_options or {}).items()}
     try:
-        if "dataset" in options:
-            from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2
-
-            return MultitaskTDMPC2(options["dataset"], config, options.get("task_set"))
-        return agents[agent](env=env, config=config, **options)
+        cls = agents[agent]
+        if "dataset" in options:  # the agent's offline multi-task variant (cls.multitask)
+            module, name = cls.multitask.split(":")
+            variant = getattr(importlib.import_module(module), name)
+            return variant(options["dataset"], config, options.get("task_set"))
+        return cls(env=env, config=config, **options)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from err
 

@@ -111,16 +111,20 @@ class TrainArgs(PlacementArgs):
 
 
 def check_multitask(args: TrainArgs, agent: str, env_given: bool) -> None:
-    """``--multitask`` needs ``--dataset`` and tdmpc2, and excludes ``--env`` and the image
-    options; ``--dataset``/``--task-set`` need ``--multitask``. UsageError names the fix."""
+    """``--multitask`` needs ``--dataset`` and an agent with an offline multi-task variant
+    (its class's ``multitask``), and excludes ``--env`` and the image options;
+    ``--dataset``/``--task-set`` need ``--multitask``. UsageError names the fix."""
     if not args.multitask:
         if args.dataset is not None or args.task_set is not None:
             raise UsageError(
                 "--dataset and --task-set are for offline multi-task runs: add --multitask"
             )
         return
-    if agent != "tdmpc2":
-        raise UsageError(f"--multitask trains tdmpc2 offline; {agent} has no multi-task mode")
+    from ajax import agents
+
+    if agents.get(agent).multitask is None:
+        owners = agents.where(lambda cls: cls.multitask is not None)
+        raise UsageError(f"--multitask trains {owners} offline; {agent} has no multi-task mode")
     if args.dataset is None:
         raise UsageError("--multitask needs --dataset DIR (a dataset from 'ajax collect')")
     if env_given or args.image_options():
@@ -189,20 +193,18 @@ class CollectArgs:
             )
 
 
-# Run options that only one agent has, with what they set: given to another agent, they are
-# refused by name instead of as unknown options.
-AGENT_ONLY = {
-    "protocol": ("dreamerv3", "the official DreamerV3 run settings, e.g. dmc_proprio"),
-    "eval_policy": ("dreamerv3", "whether DreamerV3's evaluation samples or takes the mode"),
-}
-
-
 def check_agent_only(agent: str, tokens: list[str]) -> None:
-    """UsageError naming the fix for an :data:`AGENT_ONLY` flag given to another agent."""
+    """UsageError naming the fix for a flag that another agent's config declares its own
+    (``OWN_FLAGS``) and this agent's config lacks."""
+    from ajax import agents
+
+    mine = {f.name for f in dataclasses.fields(agents.get(agent).config_cls)}
+    owners = {flag: (name, what) for name, cls in agents.available().items()
+              for flag, what in getattr(cls.config_cls, "OWN_FLAGS", {}).items()}  # fmt: skip
     for tok in tokens:
         name = tok[2:].split("=", 1)[0].replace("-", "_") if tok.startswith("--") else ""
-        owner, what = AGENT_ONLY.get(name, (agent, ""))
-        if owner != agent:
+        if name in owners and name not in mine:
+            owner, what = owners[name]
             flag = tok.split("=", 1)[0]
             raise UsageError(f"{flag} is a {owner} option ({what}); {agent} has none: drop {flag}")
 

@@ -41,7 +41,7 @@ def test_expert_bound_is_the_max_over_the_phi_ensemble_min():
     """y' = max(y, min_k phi_k(s, a)), phi applied without the agent's obs statistics."""
     config = SACConfig(hidden=16, pretrain=MCPretrain(expert=pendulum_expert, rollout_steps=50,
                        critic_updates=5, expert_critic=True))  # fmt: skip
-    state = SAC("Pendulum-v1", config).agent().init(jax.random.key(0), make_env("Pendulum-v1"))
+    state = SAC("Pendulum-v1", config).agent(1).init(jax.random.key(0), make_env("Pendulum-v1"))
     critic = state.critic_state
     obs, act = jax.random.normal(jax.random.key(1), (8, 3)), jnp.zeros((8, 1))
     phi = predict_value(phi_star_critic_state(critic), state.expert_critic_params,

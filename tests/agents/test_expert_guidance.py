@@ -111,16 +111,15 @@ def test_pretrain_refusals():
 
 def test_replay_starts_with_the_experts_rollout():
     """The off-policy loop's replay holds the expert's transitions before the first env step."""
-    from ajax.training.off_policy import make_off_policy
+    from ajax.training.api import Tick
 
     config = SACConfig(hidden=16, buffer_size=5_000,
                        pretrain=MCPretrain(expert=pendulum_expert, rollout_steps=300,
                                            critic_updates=10, actor_updates=10))  # fmt: skip
     algo = SAC("Pendulum-v1", config)
-    loop = make_off_policy(config, algo.env, algo.eval_env, algo.agent())
-    obs = algo.env.reset(jax.random.PRNGKey(0)).obs
-    _, buffer_state = loop.init_learner(jax.random.PRNGKey(3), obs)
-    k_agent = jax.random.split(jax.random.PRNGKey(3))[0]  # the key init_learner gives the agent
+    ts = jax.vmap(algo.env.reset)(jax.random.split(jax.random.PRNGKey(0), 1))
+    _, buffer_state = algo.replay_agent(1).init(jax.random.PRNGKey(3), Tick.reset(ts))
+    k_agent = jax.random.split(jax.random.PRNGKey(3))[0]  # the key init gives the agent
     demos = guidance.demonstrations(config.pretrain, k_agent, algo.env)
     assert int(buffer_state.current_index) == 300
     np.testing.assert_array_equal(buffer_state.experience.action[0, :300], demos.action)

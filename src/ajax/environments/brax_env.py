@@ -10,35 +10,15 @@ Ajax.
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
-import jax.numpy as jnp
 
-from ajax.environments.core import SimEnv, SimStep
+from ajax.environments.core import SimEnv, StateEnvSimulator
 from ajax.environments.types import Box, EnvSpec
-from ajax.environments.utils import flat_f32
 
 # Fastest per simulated second on CPU for inverted_pendulum (numbers in the package docstring).
 DEFAULT_BACKEND = "generalized"
 BACKENDS = ("generalized", "positional", "spring", "mjx")
 DEFAULT_EPISODE_STEPS = 1000
-
-
-class BraxSimulator:
-    """A brax ``Env``; its ``done`` is termination (time limits are not brax's)."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def init(self, key: jax.Array) -> SimStep:
-        state = self.env.reset(key)
-        return SimStep(state, flat_f32(state.obs), jnp.zeros((), jnp.float32), jnp.zeros((), bool))
-
-    def transition(self, key: jax.Array, state: Any, action: jax.Array) -> SimStep:
-        del key  # brax steps are deterministic
-        state = self.env.step(state, jnp.asarray(action, jnp.float32))
-        return SimStep(state, flat_f32(state.obs), state.reward, state.done > 0.5)
 
 
 def brax_ids() -> tuple[str, ...]:
@@ -68,4 +48,4 @@ def make_brax(
         max_episode_steps=max_episode_steps or DEFAULT_EPISODE_STEPS,
         dt=float(env.dt),
     )
-    return SimEnv(BraxSimulator(env), spec)
+    return SimEnv(StateEnvSimulator(env), spec)

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.types import EnvSpec, JaxEnv, TimeStep
-from ajax.environments.utils import strong_types, tree_select, where_batch
+from ajax.environments.utils import flat_f32, strong_types, tree_select, where_batch
 
 
 @struct.dataclass
@@ -38,6 +38,26 @@ class Simulator(Protocol):
     def init(self, key: jax.Array) -> SimStep: ...
 
     def transition(self, key: jax.Array, state: Any, action: jax.Array) -> SimStep: ...
+
+
+class StateEnvSimulator:
+    """A brax ``Env`` or a playground ``MjxEnv``: ``reset(key)`` and ``step(state, action)``
+    return a state carrying ``obs``, ``reward`` and ``done``, whose ``done`` (a float; in
+    playground also NaN guards and task failures) is termination: time limits are not theirs.
+    The step key is unused: brax steps are deterministic and playground keeps its own key in
+    ``state.info``."""
+
+    def __init__(self, env: Any):
+        self.env = env
+
+    def init(self, key: jax.Array) -> SimStep:
+        state = self.env.reset(key)
+        return SimStep(state, flat_f32(state.obs), jnp.zeros((), jnp.float32), jnp.zeros((), bool))
+
+    def transition(self, key: jax.Array, state: Any, action: jax.Array) -> SimStep:
+        del key
+        state = self.env.step(state, jnp.asarray(action, jnp.float32))
+        return SimStep(state, flat_f32(state.obs), state.reward, state.done > 0.5)
 
 
 @struct.dataclass

@@ -19,30 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ajax.environments.core import SimEnv, SimStep
+from ajax.environments.core import SimEnv, StateEnvSimulator
 from ajax.environments.types import Box, EnvSpec
-from ajax.environments.utils import flat_f32
 
 DEFAULT_OVERRIDES = {"impl": "jax"}
-
-
-class PlaygroundSimulator:
-    """A playground ``MjxEnv``; its ``done`` (NaN guards, task failures) is termination."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def init(self, key: jax.Array) -> SimStep:
-        state = self.env.reset(key)
-        return SimStep(state, flat_f32(state.obs), jnp.zeros((), jnp.float32), jnp.zeros((), bool))
-
-    def transition(self, key: jax.Array, state: Any, action: jax.Array) -> SimStep:
-        del key  # playground keeps its own key in state.info
-        state = self.env.step(state, jnp.asarray(action, jnp.float32))
-        return SimStep(state, flat_f32(state.obs), state.reward, state.done > 0.5)
 
 
 def playground_suites() -> dict[str, tuple[str, ...]]:
@@ -140,4 +122,4 @@ def make_playground(
         max_episode_steps=max_episode_steps or int(episode_length),
         dt=float(env.dt),
     )
-    return SimEnv(PlaygroundSimulator(env), spec)
+    return SimEnv(StateEnvSimulator(env), spec)

@@ -9,9 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.actor_critic import CNNSpec
 from ajax.networks.memory import MemoryConfig, parse_memory_config
+from ajax.networks.pid_actor import PIDPolicy
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class NetworkConfig:
 
     Architectures are token sequences as :func:`ajax.networks.utils.parse_architecture` reads
     them (``("256", "relu", "256", "relu")``); ``actor_architecture`` may instead be a
-    :class:`ajax.modules.pid_actor.PIDPolicy`. ``kernel_init``/``bias_init`` initialise the hidden
+    :class:`ajax.networks.pid_actor.PIDPolicy`. ``kernel_init``/``bias_init`` initialise the hidden
     layers, ``actor_kernel_init``/``critic_kernel_init`` the output layers (None: orthogonal
     0.01 and 1.0). ``state_independent_log_std``, ``log_std_init`` and ``log_std_kernel_init``
     set the continuous actor's log-std head (:func:`~ajax.networks.networks.check_log_std_head`;

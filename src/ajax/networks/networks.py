@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ajax.modules.pid_actor import PIDActor, PIDPolicy, check_pid_actor
 from ajax.networks.actor_critic import (
     Actor,
     CNNEncoder,
@@ -30,6 +29,7 @@ from ajax.networks.actor_critic import (
 )
 from ajax.networks.config import EnvConfig, NetworkConfig, OptimizerConfig
 from ajax.networks.memory import Carry, MemoryConfig, init_carry
+from ajax.networks.pid_actor import PIDActor, PIDPolicy, check_pid_actor
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
 

@@ -40,6 +40,19 @@ class Chunks(NamedTuple):
     steps_per_chunk: int
     n_chunks: int
 
+    @classmethod
+    def of(cls, loop, total_steps: int) -> Chunks:
+        """The chunks of a loop (``init``, ``run_chunk``, ``steps_per_chunk``) that cover
+        ``total_steps`` env steps."""
+        per = loop.steps_per_chunk
+        return cls(loop.init, loop.run_chunk, per, n_chunks_for(total_steps, per))
+
+
+def seed_keys(seeds) -> jax.Array:
+    """The PRNG keys of the seeds ``seeds`` (a list or a range), one per seed: the one place a
+    run turns seeds into keys."""
+    return jax.vmap(jax.random.PRNGKey)(jnp.asarray(list(seeds)))
+
 
 class TrainResult(NamedTuple):
     """Final state (leading seed axis when ``n_seeds > 1``) and per-chunk metrics
@@ -108,6 +121,8 @@ class Algorithm:
     data_parallel: ClassVar[bool] = False
     # its config's replay_on can keep the replay rows in host memory (ajax.buffers.host_store)
     host_replay: ClassVar[bool] = False
+    # "module:Class" of its offline multi-task variant (``ajax train --multitask``), if any
+    multitask: ClassVar[str | None] = None
     # XLA options for every program of a run (JAX run, host loop, eval; see :meth:`jit`), e.g.
     # sharding.SAME_ON_ANY_LAYOUT
     compiler_options: ClassVar[dict | None] = None
@@ -208,8 +223,8 @@ class Algorithm:
     def _check_data_split(self, devices: int) -> None:
         if not self.data_parallel:
             raise ValueError(
-                f"{self.name} has no data-parallel layout (it is for the replay agents: sac, td3, "
-                "redq, crossq, dqn, asac, tdmpc2, dreamerv3); use --parallel seeds"
+                f"{self.name} has no data-parallel layout (it is for the replay agents: "
+                f"{_agents_where(lambda cls: cls.data_parallel)}); use --parallel seeds"
             )
         c = self.config
         if c.batch_size % devices:
@@ -272,7 +287,7 @@ class Algorithm:
         if not self.is_jax:
             return self._train_host(seed, total_steps, n_seeds, on_record)
         chunks = self.make_chunks(total_steps)
-        keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(seed, seed + n_seeds))
+        keys = seed_keys(range(seed, seed + n_seeds))
         run = seeds_segment(chunks.run_chunk, chunks.n_chunks, on_record, mesh,
                             prepare=per_seed(chunks.init, seed_batching), batching=seed_batching,
                             compiler_options=self.compiler_options)  # fmt: skip
@@ -315,12 +330,14 @@ def check_observations(algo: Algorithm, env_id: str) -> None:
     if shape is not None and not algo.images:
         raise ValueError(
             f"{algo.name} has no image encoder but {env_id!r} gives images {shape}: use "
-            "dreamerv3, dqn or pqn on it, or a vector env (drop --pixels for dmc: ids)"
+            f"{_agents_where(lambda cls: cls.images)} on it, or a vector env (drop --pixels "
+            "for dmc: ids)"
         )
     if spec.mixed and not algo.mixed:
         raise ValueError(
             f"{algo.name} reads image-only observations but {env_id!r} gives images {shape} "
-            f"with {spec.vector_dim} vector features: drop --proprio, or use dreamerv3"
+            f"with {spec.vector_dim} vector features: drop --proprio, or use "
+            f"{_agents_where(lambda cls: cls.mixed)}"
         )
 
 
@@ -342,10 +359,20 @@ def check_action_space(algo: Algorithm, continuous: bool, env_id: str) -> None:
     if continuous and not algo.continuous:
         raise ValueError(
             f"{algo.name} needs a discrete action space but {env_id!r} is continuous; "
-            "pick a discrete env (e.g. CartPole-v1) or an agent that acts continuously (sac, td3, redq, crossq, asac, avg, ppo, apo)"
+            "pick a discrete env (e.g. CartPole-v1) or an agent that acts continuously "
+            f"({_agents_where(lambda cls: cls.continuous)})"
         )
     if not continuous and not algo.discrete:
         raise ValueError(
             f"{algo.name} needs a continuous action space but {env_id!r} is discrete; "
-            "pick a continuous env (e.g. Pendulum-v1) or an agent that acts discretely (dqn, pqn, ppo, apo)"
+            "pick a continuous env (e.g. Pendulum-v1) or an agent that acts discretely "
+            f"({_agents_where(lambda cls: cls.discrete)})"
         )
+
+
+def _agents_where(pred) -> str:
+    """The registered agents whose class satisfies ``pred``, for the messages above (the
+    registry, :mod:`ajax.agents`, is read only on this error path)."""
+    from ajax.agents import where
+
+    return where(pred)

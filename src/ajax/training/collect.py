@@ -21,9 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.buffers.dataset import DatasetError, Episodes, TaskMeta, write_task
-from ajax.training.loop import Policy, Tick
-from ajax.training.off_policy import Transition
-from ajax.training.rollout import to_env_action
+from ajax.training.types import Policy, Transition
+from ajax.training.unroll import unroll
 
 
 def collect_episodes(env, policy: Policy, agent_state, key, episodes: int, noise: float):
@@ -34,26 +33,19 @@ def collect_episodes(env, policy: Policy, agent_state, key, episodes: int, noise
         raise DatasetError(f"{env.spec.env_id} has no time limit: episodes need one to be stored")
     if env.spec.discrete:
         raise DatasetError(f"{env.spec.env_id} has discrete actions; the datasets are continuous")
-    k_reset, k_run = jax.random.split(key)
-    ts = jax.vmap(env.reset)(jax.random.split(k_reset, episodes))
     sigma = noise * jnp.arange(episodes, dtype=jnp.float32) / max(episodes - 1, 1)
 
-    def step(c, k):
-        tick, carry, env_state, alive = c
-        k_act, k_noise, k_env = jax.random.split(k, 3)
-        action, carry = policy.act(agent_state, carry, tick, k_act, True)
-        action = jnp.clip(action + sigma[:, None] * jax.random.normal(k_noise, action.shape), -1, 1)
-        out = jax.vmap(env.step)(
-            jax.random.split(k_env, episodes), env_state, to_env_action(env, action)
-        )
-        live = alive.astype(jnp.float32)
-        row = dict(obs=tick.obs, action=action * live[:, None], reward=out.reward * live,
-                   terminated=out.terminated & alive, next_obs=out.final_obs * live[:, None],
-                   alive=alive)  # fmt: skip
-        return (Tick.of(out), carry, out.state, alive & ~out.done), row
+    def perturb(action, k):
+        return jnp.clip(action + sigma[:, None] * jax.random.normal(k, action.shape), -1, 1)
 
-    c = (Tick.reset(ts), policy.init(episodes), ts.state, jnp.ones((episodes,), bool))
-    _, rows = jax.lax.scan(step, c, jax.random.split(k_run, length))
+    def observe(acc, step):
+        live, out = step.alive.astype(jnp.float32), step.out
+        row = dict(obs=step.tick.obs, action=step.action * live[:, None],
+                   reward=out.reward * live, terminated=out.terminated & step.alive,
+                   next_obs=out.final_obs * live[:, None], alive=step.alive)  # fmt: skip
+        return acc, row
+
+    _, rows = unroll(env, policy, agent_state, key, episodes, length, observe, perturb=perturb)
     rows = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), rows)  # [E, L, ...]
     # o_{t+1} is the observation step t reached: within an episode the next row's obs; rows
     # past an episode's end are zero (next_obs is masked by alive)

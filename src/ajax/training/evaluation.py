@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
+from ajax.training.algorithm import seed_keys
 from ajax.training.checkpoint import latest_step, restore_newest_good
 
 
@@ -34,7 +34,7 @@ def restore_run(out: Path, make_algo, config_from) -> Restored:
     algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config), spec.env_options)
     host_run = None
     if algo.is_jax:
-        keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
+        keys = seed_keys(range(spec.seed, spec.seed + spec.n_seeds))
         template = jax.jit(jax.vmap(algo.make_chunks(spec.steps).init))(keys)
     else:
         host_run = algo.host_run(spec.steps, list(range(spec.seed, spec.seed + spec.n_seeds)))
@@ -48,7 +48,7 @@ def restore_run(out: Path, make_algo, config_from) -> Restored:
 
 
 def _eval_keys(spec) -> jax.Array:
-    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(spec.seed, spec.seed + spec.n_seeds))
+    keys = seed_keys(range(spec.seed, spec.seed + spec.n_seeds))
     return jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
 
 

@@ -32,76 +32,11 @@ import jax.numpy as jnp
 
 from ajax.buffers.host_store import host_stores
 from ajax.environments.normalize import obs_moments, pooled_moments, reset_for_eval
-from ajax.training.rollout import EpisodeTracker, lockstep, random_actions, to_env_action
+from ajax.jax_helpers import cond, lockstep, when, zeros_like_shapes  # noqa: F401
+from ajax.training.rollout import EpisodeTracker, random_actions, to_env_action
 from ajax.training.sharding import constrain_data
-
-
-class Tick(flax.struct.PyTreeNode):
-    """The observation an agent acts on at one vector tick, with its flags (leading [N]).
-
-    ``reward`` is the reward received on arriving at ``obs``; ``is_last``/``is_terminal`` say that
-    ``obs`` ends its episode, which only an env with explicit resets
-    (:class:`~ajax.environments.wrappers.ExplicitReset`) shows: under auto-reset a done step
-    already returns the next episode's first observation.
-    """
-
-    obs: jax.Array
-    reward: jax.Array
-    is_first: jax.Array
-    is_last: jax.Array
-    is_terminal: jax.Array
-
-    @classmethod
-    def of(cls, ts) -> Tick:
-        """The tick a TimeStep leads to (explicit flags when the env reports them)."""
-        if "is_first" in ts.info:
-            info = ts.info
-            return cls(ts.obs, ts.reward, info["is_first"], info["is_last"], info["is_terminal"])
-        no = jnp.zeros_like(ts.done)
-        return cls(ts.obs, ts.reward, ts.done, no, no)
-
-    @classmethod
-    def reset(cls, ts) -> Tick:
-        """The first tick of a run (every env starts an episode)."""
-        tick = cls.of(ts)
-        return tick.replace(is_first=jnp.ones_like(tick.is_first))
-
-
-class Policy(NamedTuple):
-    """``init(n) -> carry`` for n envs; ``act(agent, carry, tick, key, deterministic) ->
-    (action [N, ...] in agent units, carry)``."""
-
-    init: Callable[[int], Any]
-    act: Callable[..., tuple[jax.Array, Any]]
-
-
-def stateless(act: Callable) -> Policy:
-    """A :class:`Policy` of ``act(agent, obs, key, deterministic) -> action`` (no carry)."""
-    return Policy(init=lambda n: (), act=lambda a, c, tick, k, d: (act(a, tick.obs, k, d), c))
-
-
-class Clock(NamedTuple):
-    """``init() -> clock_state``; ``tick(clock_state, step) -> (count, clock_state)`` with
-    ``step`` the env steps so far, counting this tick (all envs together)."""
-
-    init: Callable[[], Any]
-    tick: Callable[[Any, jax.Array], tuple[jax.Array, Any]]
-
-
-class ReplayAgent(NamedTuple):
-    """What an agent gives :func:`make_loop` (see the module docstring).
-
-    ``init(key, tick) -> (agent, replay)`` sees the first tick (leading [N]) to shape the replay.
-    ``random_steps``: env steps of uniform random actions before the policy acts (the policy's
-    carry is left alone meanwhile).
-    """
-
-    init: Callable[[jax.Array, Tick], tuple[Any, Any]]
-    policy: Policy
-    write: Callable[..., Any]
-    clock: Clock
-    learn: Callable[..., tuple[Any, Any, dict]]
-    random_steps: int = 0
+from ajax.training.types import Clock, Policy, ReplayAgent, Tick, stateless  # noqa: F401
+from ajax.training.unroll import unroll
 
 
 class LoopState(flax.struct.PyTreeNode):
@@ -123,28 +58,6 @@ class Loop(NamedTuple):
     init: Callable
     run_chunk: Callable
     steps_per_chunk: int
-
-
-def zeros_like_shapes(fn: Callable, *args) -> Any:
-    """Zeros shaped like ``fn(*args)``'s output (without running it)."""
-    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(fn, *args))
-
-
-def cond(pred: jax.Array, fn: Callable[[Any], Any], operand: Any) -> Any:
-    """``fn(operand)`` if ``pred`` else ``operand`` (a ``lax.cond``)."""
-    return jax.lax.cond(pred, fn, lambda x: x, operand)
-
-
-def when(pred: jax.Array, fn: Callable[[Any], Any], operand: Any) -> Any:
-    """:func:`cond` for an unbatched (lockstep) ``pred`` around IO callbacks.
-
-    ``vmap`` refuses a ``lax.cond`` around an IO callback (a host replay's,
-    :mod:`ajax.buffers.host_store`) even on an unbatched predicate; a loop of 0 or 1 trips is
-    the same branch and vmaps. (Not used otherwise: XLA compiles the two differently, so the
-    device-replay runs keep their cond and their numbers.)
-    """
-    trips = pred.astype(jnp.int32)
-    return jax.lax.fori_loop(0, trips, lambda _, x: fn(x), operand)
 
 
 class TickSteps(NamedTuple):
@@ -259,32 +172,15 @@ def evaluate(env, policy: Policy, agent_state, key, episodes: int, train_env_sta
     """
     if env.spec.max_episode_steps is None:
         raise ValueError(f"{env.spec.env_id} has no time limit: evaluation needs max_episode_steps")
-    k_reset, k_run = jax.random.split(key)
     moments = obs_moments(train_env_state)
     moments = None if moments is None else pooled_moments(moments)
-    ts = jax.vmap(lambda k: reset_for_eval(env, k, moments))(jax.random.split(k_reset, episodes))
 
-    def step(c, k):
-        tick, carry, env_state, ret, alive = c
-        k_act, k_env = jax.random.split(k)
-        action, carry = policy.act(agent_state, carry, tick, k_act, True)
-        out = jax.vmap(env.step)(
-            jax.random.split(k_env, episodes), env_state, to_env_action(env, action)
-        )
-        ret = ret + jnp.where(alive, out.reward, 0.0)
-        alive = alive & ~out.done
-        return (Tick.of(out), carry, out.state, ret, alive), None
+    def observe(ret, step):
+        return ret + jnp.where(step.alive, step.out.reward, 0.0), None
 
-    c = (
-        Tick.reset(ts),
-        policy.init(episodes),
-        ts.state,
-        jnp.zeros((episodes,), jnp.float32),
-        jnp.ones((episodes,), bool),
-    )
-    (_, _, _, ret, _), _ = jax.lax.scan(
-        step, c, jax.random.split(k_run, env.spec.max_episode_steps)
-    )
+    ret, _ = unroll(env, policy, agent_state, key, episodes, env.spec.max_episode_steps, observe,
+                    jnp.zeros((episodes,), jnp.float32),
+                    reset=lambda k: reset_for_eval(env, k, moments))  # fmt: skip
     return ret.mean()
 
 

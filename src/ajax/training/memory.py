@@ -48,12 +48,12 @@ def host_bytes() -> int:
 
 
 def device_bytes(device=None) -> tuple[int, str]:
-    """Memory a run can use on ``device`` (default: the first), and its name.
+    """Memory a run can use on ``device`` (default: this process's first), and its name.
 
     Accelerators report their allocator's limit; the CPU shares the host's memory, of which
     the kernel's ``MemAvailable`` is what a new allocation can get without swapping.
     """
-    device = device or jax.devices()[0]
+    device = device or jax.local_devices()[0]  # this process's: another's reports nothing
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]), str(device)

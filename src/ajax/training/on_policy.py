@@ -15,34 +15,22 @@ state plug in through :func:`feedforward`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
 from ajax.training.config import LoopConfig
-from ajax.training.loop import Policy, Tick, end_of_chunk, stateless
+from ajax.training.loop import end_of_chunk
 from ajax.training.rollout import EpisodeTracker, to_env_action
-
-
-class Rollout(NamedTuple):
-    """Time-major ``[T, N, ...]`` collected data.
-
-    ``is_first[t]``: ``obs[t]`` starts an episode; ``carry[t]``: the policy's carry after acting
-    on ``obs[t]`` (``()`` for a policy without state).
-    """
-
-    obs: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    final_obs: jax.Array
-    is_first: jax.Array
-    carry: Any = ()
+from ajax.training.types import (  # noqa: F401  (re-exported: the agents' old imports)
+    OnPolicyAgent,
+    Rollout,
+    RolloutEnd,
+    Tick,
+    feedforward,
+)
 
 
 def values_at_cuts(value_fn: Callable[[jax.Array], jax.Array], rollout: Rollout) -> jax.Array:
@@ -75,37 +63,6 @@ def next_values(rollout: Rollout, v_cut: jax.Array, v_last: jax.Array) -> jax.Ar
     to a new episode. Terminal steps read ``v_cut``'s 0, which their discount zeroes anyway."""
     v_next = jnp.concatenate([rollout.value[1:], v_last[None]])
     return jnp.where(rollout.terminated | rollout.truncated, v_cut, v_next)
-
-
-class RolloutEnd(NamedTuple):
-    """What follows a rollout and what preceded it: the next tick (its observation is the
-    bootstrap state) and the carry the rollout's first step acted from."""
-
-    tick: Tick
-    carry0: Any = ()
-
-
-class OnPolicyAgent(NamedTuple):
-    """``init(key, env)``; ``policy``: the acting :class:`~ajax.training.loop.Policy`
-    (evaluation, ``ajax eval``); ``sample(state, carry, tick, key) -> (action, log_prob, value,
-    carry)``; ``update(state, rollout, end: RolloutEnd, key) -> (state, metrics)``."""
-
-    init: Callable[..., Any]
-    policy: Policy
-    sample: Callable[..., tuple]
-    update: Callable[..., tuple[Any, dict]]
-
-
-def feedforward(init, act, sample, update) -> OnPolicyAgent:
-    """The :class:`OnPolicyAgent` of an agent without carry: ``act(state, obs, key,
-    deterministic)``, ``sample(state, obs, key) -> (action, log_prob, value)``, ``update(state,
-    rollout, last_obs, key)``."""
-    return OnPolicyAgent(
-        init=init,
-        policy=stateless(act),
-        sample=lambda a, carry, tick, k: (*sample(a, tick.obs, k), carry),
-        update=lambda a, rollout, end, k: update(a, rollout, end.tick.obs, k),
-    )
 
 
 class OnPolicyState(flax.struct.PyTreeNode):

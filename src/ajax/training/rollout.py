@@ -6,9 +6,9 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_batching import custom_vmap
 
 from ajax.environments.utils import agent_action_to_env
+from ajax.jax_helpers import lockstep  # noqa: F401  (re-exported: the loops' old import)
 from ajax.networks.config import EnvConfig
 
 
@@ -24,25 +24,6 @@ def env_config_of(env, n_envs: int = 1) -> EnvConfig:
         action_high=None if spec.discrete else spec.action_space.high,
         image_shape=spec.image_shape,
     )
-
-
-@custom_vmap
-def lockstep(x: jax.Array) -> jax.Array:
-    """``x`` itself; under ``jax.vmap`` the first seed's value, unbatched.
-
-    Only for values every vmapped seed shares because all seeds step together: step counters
-    and what depends on them alone, never on a seed's data (episode ends, buffer contents),
-    since the other seeds' values are dropped. A ``lax.cond`` on a batched predicate becomes a select that
-    computes both branches, so without this every seed would run the update (and TD-MPC2 its
-    planner) during the random-action warm-up and discard the result.
-    """
-    return x
-
-
-@lockstep.def_vmap
-def _lockstep_vmap(axis_size, in_batched, x):
-    del axis_size
-    return (x[0] if in_batched[0] else x), False
 
 
 def random_actions(env, key, n: int) -> jax.Array:

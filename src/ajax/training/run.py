@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.training.algorithm import Algorithm, n_chunks_for, seeds_segment
+from ajax.training.algorithm import Algorithm, n_chunks_for, seed_keys, seeds_segment
 from ajax.training.checkpoint import identity_of, restore_newest_good, save_checkpoint
 from ajax.training.distributed import is_primary, to_host
 from ajax.training.io import (
@@ -242,6 +242,122 @@ def _run_host(run, n_chunks, done_chunks, spec, logger, save):
     return run.state
 
 
+class Prepared(NamedTuple):
+    """A run ready to go (:func:`prepare`): its state (fresh or restored), where it stands, and
+    how it runs (``chunks`` for a JAX env, ``host`` for a host env)."""
+
+    seeds: list[int]
+    mesh: Any
+    chunks: Any  # Chunks (JAX env) or None
+    host: Any  # HostRun (host env) or None
+    state: Any
+    per_chunk: int
+    n_chunks: int
+    done_chunks: int
+    wall_offset: float
+    save: Any  # save(done_chunks, state), or None when nothing is written
+    primary: bool
+
+
+def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = False,
+            ignore_version: bool = False, devices: int | None = None, parallel: str = "seeds",
+            seed_batching: str = "vmap") -> Prepared:  # fmt: skip
+    """Check the run (identity on resume, before any compile; mesh; batching), build its first
+    state from the seeds' keys, and on ``resume`` restore the newest good checkpoint over it and
+    cut ``metrics.jsonl`` back to that checkpoint's step."""
+    seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
+    ckpt_dir = None if out is None else out / "checkpoints"
+    if resume and ckpt_dir is not None:
+        check_identity(spec, ckpt_dir, ignore_version)  # before any compile
+    mesh = algo.mesh(devices, spec.n_seeds, parallel)
+    check_batching(seed_batching, algo.is_jax)
+    chunks = host = None
+    if algo.is_jax:
+        chunks = algo.make_chunks(spec.steps)
+        keys = shard_seeds(seed_keys(seeds), mesh)
+        with mesh_context(mesh):
+            init = per_seed(chunks.init, seed_batching)
+            state = algo.jit(over_seeds(init, mesh))(keys)
+        per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
+    else:
+        host = algo.host_run(spec.steps, seeds)
+        state, per_chunk = host.state, host.steps_per_chunk
+        n_chunks = n_chunks_for(spec.steps, per_chunk)
+    save, primary = None, is_primary()  # process 0 writes the run directory, the others nothing
+    if ckpt_dir is not None and primary:
+        made_by = identity(spec)
+
+        def save(step, state):
+            save_checkpoint(ckpt_dir, step, state, identity=made_by)
+
+    done_chunks, wall_offset = 0, 0.0
+    if resume and ckpt_dir is not None:
+        # every process reads the same newest good step; only process 0 moves damage aside
+        step, state = restore_newest_good(
+            ckpt_dir, to_host(state), move_damaged=primary, warn=warn if primary else _quiet
+        )
+        if algo.is_jax:
+            state = shard_seeds(state, mesh)
+        done_chunks = step or 0
+        if done_chunks > n_chunks:
+            raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
+        previous = truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk) if primary else []
+        times = [
+            r["wall_time_s"] for r in previous if isinstance(r.get("wall_time_s"), float | int)
+        ]
+        wall_offset = float(times[-1]) if times else 0.0
+    return Prepared(seeds, mesh, chunks, host, state, per_chunk, n_chunks, done_chunks,
+                    wall_offset, save, primary)  # fmt: skip
+
+
+def run_prepared(algo: Algorithm, spec: RunSpec, out: Path | None, p: Prepared, logger,
+                 seed_batching: str = "vmap"):  # fmt: skip
+    """Run ``p`` to its end, logging each chunk and saving each segment; returns the final
+    state. A divergence writes a ``diverged`` summary and re-raises :class:`Diverged`."""
+    try:
+        if algo.is_jax:
+            return _run_jax(algo, spec, p.chunks, p.state, p.done_chunks, logger, p.save, p.mesh,
+                            seed_batching)  # fmt: skip
+        p.host.state = p.state
+        if p.done_chunks:
+            p.host.restart_episodes()
+        return _run_host(p.host, p.n_chunks, p.done_chunks, spec, logger, p.save)
+    except Diverged as err:
+        if out is not None and p.primary:
+            diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
+                        "diverged": err.name, "step": err.step, "seeds": p.seeds}  # fmt: skip
+            write_json_atomic(out / "summary.json", diverged)
+        raise
+    finally:
+        logger.close()
+        if p.host is not None:
+            p.host.close()
+
+
+def summarise(spec: RunSpec, out: Path | None, p: Prepared, logger) -> dict[str, Any]:
+    """The run's ``summary.json`` (written with ``curve.png`` when there is a run directory)."""
+    written = out is not None and p.primary
+    records = read_jsonl(out / "metrics.jsonl") if written else logger.records
+    last = records[-1].get("eval_returns") if records else None
+    final = np.asarray(last if isinstance(last, list) else [np.nan] * spec.n_seeds, dtype=float)
+    summary = {
+        "agent": spec.agent,
+        "env": spec.env,
+        "status": "finished",
+        "steps": p.n_chunks * p.per_chunk,
+        "eval_every": p.per_chunk,
+        "seeds": p.seeds,
+        "final_eval_return": float(np.nanmean(final)),
+        "final_eval_returns": final.tolist(),
+        "wall_time_s": round(logger.wall_time(), 3),
+        "env_steps_per_s": round(logger.steps_per_second() * spec.n_seeds, 1),
+    }
+    if written:
+        write_json_atomic(out / "summary.json", summary)
+        plot_curve(out / "curve.png", records, f"{spec.agent} on {spec.env}")
+    return summary
+
+
 def execute(
     algo: Algorithm,
     spec: RunSpec,
@@ -254,7 +370,8 @@ def execute(
     parallel: str = "seeds",
     seed_batching: str = "vmap",
 ) -> tuple[dict[str, Any], Any]:
-    """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``.
+    """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``:
+    :func:`prepare`, :func:`run_prepared`, :func:`summarise`.
 
     ``resume`` continues from the newest checkpoint that verifies (damaged ones are moved aside,
     see :func:`ajax.training.checkpoint.restore_newest_good`) after checking it was made by
@@ -264,92 +381,14 @@ def execute(
     arrays, so a run saved on 4 devices resumes on any device count that fits the layout), and
     nor is ``seed_batching`` (:func:`~ajax.training.sharding.per_seed`).
     """
-    seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
-    ckpt_dir = None if out is None else out / "checkpoints"
-    if resume and ckpt_dir is not None:
-        check_identity(spec, ckpt_dir, ignore_version)  # before any compile
-    mesh = algo.mesh(devices, spec.n_seeds, parallel)
-    check_batching(seed_batching, algo.is_jax)
-    if algo.is_jax:
-        chunks = algo.make_chunks(spec.steps)
-        keys = shard_seeds(jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds)), mesh)
-        with mesh_context(mesh):
-            init = per_seed(chunks.init, seed_batching)
-            state = algo.jit(over_seeds(init, mesh))(keys)
-        per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
-    else:
-        run = algo.host_run(spec.steps, seeds)
-        state, per_chunk = run.state, run.steps_per_chunk
-        n_chunks = n_chunks_for(spec.steps, per_chunk)
-    done_chunks, wall_offset = 0, 0.0
-    save = None
-    primary = is_primary()  # process 0 writes the run directory; the others write nothing
-    if ckpt_dir is not None and primary:
-        made_by = identity(spec)
-
-        def save(step, state):
-            save_checkpoint(ckpt_dir, step, state, identity=made_by)
-
-    if resume and ckpt_dir is not None:
-        # every process reads the same newest good step; only process 0 moves damage aside
-        step, state = restore_newest_good(
-            ckpt_dir, to_host(state), move_damaged=primary, warn=warn if primary else _quiet
-        )
-        if algo.is_jax:
-            state = shard_seeds(state, mesh)
-        done_chunks = step or 0
-        if done_chunks > n_chunks:
-            raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
-        metrics = out / "metrics.jsonl"
-        previous = truncate_jsonl(metrics, done_chunks * per_chunk) if primary else []
-        times = [
-            r["wall_time_s"] for r in previous if isinstance(r.get("wall_time_s"), float | int)
-        ]
-        wall_offset = float(times[-1]) if times else 0.0
+    p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching)
     logger = RunLogger(
-        out if primary else None,
-        n_chunks * per_chunk,
-        done_chunks * per_chunk,
-        progress=progress and primary,
-        wandb_project=wandb_project if primary else None,
-        wall_time_offset=wall_offset,
+        out if p.primary else None,
+        p.n_chunks * p.per_chunk,
+        p.done_chunks * p.per_chunk,
+        progress=progress and p.primary,
+        wandb_project=wandb_project if p.primary else None,
+        wall_time_offset=p.wall_offset,
     )
-    try:
-        if algo.is_jax:
-            state = _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh,
-                             seed_batching)  # fmt: skip
-        else:
-            run.state = state
-            if done_chunks:
-                run.restart_episodes()
-            state = _run_host(run, n_chunks, done_chunks, spec, logger, save)
-    except Diverged as err:
-        if out is not None and primary:
-            diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
-                        "diverged": err.name, "step": err.step, "seeds": seeds}  # fmt: skip
-            write_json_atomic(out / "summary.json", diverged)
-        raise
-    finally:
-        logger.close()
-        if not algo.is_jax:
-            run.close()
-    written = out is not None and primary
-    records = read_jsonl(out / "metrics.jsonl") if written else logger.records
-    last = records[-1].get("eval_returns") if records else None
-    final = np.asarray(last if isinstance(last, list) else [np.nan] * spec.n_seeds, dtype=float)
-    summary = {
-        "agent": spec.agent,
-        "env": spec.env,
-        "status": "finished",
-        "steps": n_chunks * per_chunk,
-        "eval_every": per_chunk,
-        "seeds": seeds,
-        "final_eval_return": float(np.nanmean(final)),
-        "final_eval_returns": final.tolist(),
-        "wall_time_s": round(logger.wall_time(), 3),
-        "env_steps_per_s": round(logger.steps_per_second() * spec.n_seeds, 1),
-    }
-    if written:
-        write_json_atomic(out / "summary.json", summary)
-        plot_curve(out / "curve.png", records, f"{spec.agent} on {spec.env}")
-    return summary, state
+    state = run_prepared(algo, spec, out, p, logger, seed_batching)
+    return summarise(spec, out, p, logger), state

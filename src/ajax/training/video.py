@@ -12,13 +12,11 @@ import os
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from ajax.environments import make_env
 from ajax.networks.pixels import split_image
-from ajax.training.loop import Tick
-from ajax.training.rollout import to_env_action
+from ajax.training.unroll import host_unroll, unroll
 
 # Distinct colours for channel planes, in channel order (a later channel paints over).
 PALETTE = np.array(
@@ -66,33 +64,36 @@ def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) ->
             f"--video needs an image env ({algo.env_id!r} gives vectors): e.g. "
             "Breakout-MinAtar, or a dmc: id with --pixels"
         )
-    env = make_env(algo.env_id, n_envs=1, **algo.env_options)
     policy = algo.policy()
+    if algo.is_jax:  # the evaluation env: the pure functions the unroll vmaps
+        return _jax_episode(algo, algo.eval_env, policy, agent_state, key, max_frames, image_shape)
+    env = make_env(algo.env_id, n_envs=1, **algo.env_options)
     act = algo.jit(policy.act, static_argnums=4)
-    key, k_reset = jax.random.split(key)
-    if algo.is_jax:
-        ts = jax.jit(env.reset)(k_reset)
-        step = jax.jit(env.step)
-    else:
-        ts = env.reset(seed=0)
-    carry, frames, no = policy.init(1), [], jnp.zeros((1,), bool)
-    first, reward = jnp.ones((1,), bool), jnp.zeros((1,), jnp.float32)
+    key, _ = jax.random.split(key)  # the host episode's keys as before the shared unroll
+    frames = []
     try:
-        for _ in range(max_frames):
-            frames.append(_frame(ts.obs, image_shape))
-            key, k_act, k_env = jax.random.split(key, 3)
-            tick = Tick(jnp.asarray(ts.obs), reward, first, no, no)
-            action, carry = act(agent_state, carry, tick, k_act, True)
-            env_action = to_env_action(env, action)
-            ts = step(k_env, ts.state, env_action) if algo.is_jax else env.step(
-                np.asarray(env_action))  # fmt: skip
-            if bool(np.asarray(ts.terminated | ts.truncated)[0]):
-                frames.append(_frame(ts.final_obs, image_shape))
-                break
-            first, reward = no, jnp.asarray(ts.reward, jnp.float32)
+        for obs, step in host_unroll(env, act, policy, agent_state, key, 0, max_frames, split=3):
+            frames.append(_frame(obs, image_shape))
+            if bool(np.asarray(step.out.terminated | step.out.truncated)[0]):
+                frames.append(_frame(step.out.final_obs, image_shape))
     finally:
-        if not algo.is_jax:
-            env.close()
+        env.close()
+    return np.stack(frames)
+
+
+def _jax_episode(algo, env, policy, agent_state, key, max_frames, image_shape) -> np.ndarray:
+    """The frames of one episode on the JAX ``env``: the shared unroll of one copy, cut at
+    its first end (its last frame the final observation)."""
+
+    def observe(acc, step):
+        return acc, (step.tick.obs[0], step.out.final_obs[0], step.alive[0], step.out.done[0])
+
+    run = algo.jit(lambda a, k: unroll(env, policy, a, k, 1, max_frames, observe)[1])
+    obs, final, alive, done = (np.asarray(x) for x in run(agent_state, key))
+    steps = int(alive.sum())
+    frames = [_frame(obs[t : t + 1], image_shape) for t in range(steps)]
+    if done[steps - 1]:
+        frames.append(_frame(final[steps - 1 : steps], image_shape))
     return np.stack(frames)
 
 

@@ -6,9 +6,8 @@ from functools import partial
 
 from ajax.agents.apo import update
 from ajax.agents.apo.config import APOConfig
-from ajax.agents.ppo.update import total_updates
-from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent, feedforward
+from ajax.agents.shared.minibatch import total_updates
+from ajax.training.api import OnPolicyAgent, OnPolicyAlgorithm, feedforward
 
 
 class APO(OnPolicyAlgorithm):

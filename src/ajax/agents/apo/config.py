@@ -5,21 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.agents.ppo.config import PPOConfig
+from ajax.agents.shared.proximal_policy_config import ProximalPolicyConfig
 from ajax.modules.pid_actor import pid_python_only
 from ajax.validation import between, nonnegative, require
 
 
 @dataclass(frozen=True)
-class APOConfig(PPOConfig):
+class APOConfig(ProximalPolicyConfig):
     """PPO for the average-reward criterion: GAE on the differential rewards r - rho without a
     discount, an estimate rho of the reward rate from the rollouts, and the average value
     constraint on the critic (docs/model_free.md M10).
 
-    The rest is PPO's (:class:`~ajax.agents.ppo.PPOConfig`), with no entropy bonus (``ent_coef``
-    0, as PPO's MuJoCo setting); a continuous actor's mean is tanh of its output, sampled
-    unsquashed around it (spec 002 ``tanh_mean``); ``max_grad_norm`` clips the joint norm of
-    actor and critic gradients (spec 002: APO clips both its networks at once).
+    The rest is PPO's (:class:`~ajax.agents.shared.proximal_policy_config.ProximalPolicyConfig`),
+    with no entropy bonus (``ent_coef`` 0, as PPO's MuJoCo setting); a continuous actor's mean is
+    tanh of its output, sampled unsquashed around it (spec 002 ``tanh_mean``); ``max_grad_norm``
+    clips the joint norm of actor and critic gradients (spec 002: APO clips both its networks at
+    once).
 
     Attributes:
         rho_step: rho += rho_step * (mean reward of the rollout - rho) before each update.

@@ -1,6 +1,6 @@
 """APO's networks and update: PPO's minibatch epochs on differential advantages.
 
-Acting, sampling and the clipped surrogate are PPO's (:mod:`ajax.agents.ppo.update`).
+Acting, sampling and the clipped surrogate are PPO's (:mod:`ajax.agents.shared.proximal_policy`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import optax
 
 from ajax.agents.apo import losses
 from ajax.agents.apo.config import APOConfig
-from ajax.agents.ppo import update as ppo
+from ajax.agents.shared import proximal_policy as ppo
 from ajax.networks.config import OptimizerConfig
 from ajax.networks.networks import TanhMean, actor_module
-from ajax.training.on_policy import Rollout, values_at_cuts
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Rollout, env_config_of, values_at_cuts
 
 __all__ = ["APOState", "act", "init", "sample", "update"]
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.agents.sac.config import SACConfig
+from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticConfig
 from ajax.modules.pid_actor import pid_python_only
 from ajax.validation import positive, require
 
 
 @dataclass(frozen=True)
-class ASACConfig(SACConfig):
+class ASACConfig(SoftActorCriticConfig):
     """SAC for the average-reward criterion: no discount; the critics learn the differential
     soft Q-function and a scalar ``rho`` the soft reward rate (docs/model_free.md M9).
 
@@ -31,7 +31,7 @@ class ASACConfig(SACConfig):
 
     PRETRAINS: ClassVar[bool] = False  # its critic is differential, not a discounted return
     PYTHON_ONLY: ClassVar[dict[str, str]] = {
-        **SACConfig.PYTHON_ONLY,
+        **SoftActorCriticConfig.PYTHON_ONLY,
         **pid_python_only("ASAC", "ASACConfig"),
     }
 

@@ -1,8 +1,9 @@
 """ASAC's update step: SAC's order (critics, actor, temperature, target EMA) on the differential
 soft target, with the reward rate stepped from the same batch's TD errors.
 
-Networks, acting and the actor/temperature step are SAC's (:mod:`ajax.agents.sac.update`); the
-critics' optimiser clips each member's gradient on its own.
+Networks, acting and the actor/temperature step are SAC's
+(:mod:`ajax.agents.shared.soft_actor_critic`); the critics' optimiser clips each member's
+gradient on its own.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import jax.numpy as jnp
 
 from ajax.agents.asac import losses
 from ajax.agents.asac.config import ASACConfig
-from ajax.agents.sac import losses as sac_losses
-from ajax.agents.sac.update import (
+from ajax.agents.shared import soft_actor_critic_losses as sac_losses
+from ajax.agents.shared.soft_actor_critic import (
     SACState,
     act,
     critic_mlp,
@@ -26,7 +27,7 @@ from ajax.agents.sac.update import (
 )
 from ajax.networks.config import OptimizerConfig
 from ajax.networks.networks import action_value_input, predict_value
-from ajax.training.off_policy import Transition
+from ajax.training.api import Transition
 
 __all__ = ["ASACState", "act", "init", "update"]
 

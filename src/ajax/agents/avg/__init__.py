@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.avg import update
 from ajax.agents.avg.config import AVGConfig
-from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent, feedforward
+from ajax.training.api import OnPolicyAgent, OnPolicyAlgorithm, feedforward
 
 
 class AVG(OnPolicyAlgorithm):

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.networks.utils import ACTIVATIONS
-from ajax.training.config import LoopConfig
+from ajax.training.api import LoopConfig
 from ajax.validation import between, nonnegative, one_of, positive
 
 

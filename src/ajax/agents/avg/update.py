@@ -13,14 +13,13 @@ import jax.numpy as jnp
 
 from ajax.agents.avg import losses
 from ajax.agents.avg.config import AVGConfig
-from ajax.agents.sac.losses import sample_action
-from ajax.agents.sac.update import actor_network
+from ajax.agents.shared.soft_actor_critic import actor_network
+from ajax.agents.shared.soft_actor_critic_losses import sample_action
 from ajax.environments.normalize import ObsMoments, initial_moments, normalize_obs, update_moments
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
-from ajax.training.on_policy import Rollout
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Rollout, env_config_of
 
 
 class AVGState(flax.struct.PyTreeNode):

@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.crossq import update
 from ajax.agents.crossq.config import CrossQConfig
-from ajax.training.host_loop import OffPolicyAlgorithm
-from ajax.training.off_policy import OffPolicyAgent
+from ajax.training.api import OffPolicyAgent, OffPolicyAlgorithm
 
 
 class CrossQ(OffPolicyAlgorithm):
@@ -18,7 +17,7 @@ class CrossQ(OffPolicyAlgorithm):
     continuous = True
     discrete = False
 
-    def agent(self) -> OffPolicyAgent:
+    def agent(self, total_steps: int) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
             init=partial(update.init, c), act=update.act, update=partial(update.update, c)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.agents.sac.config import SACConfig
+from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticConfig
 from ajax.validation import at_least, between, positive, require
 
 
 @dataclass(frozen=True)
-class CrossQConfig(SACConfig):
+class CrossQConfig(SoftActorCriticConfig):
     """SAC without a target network: BatchRenorm critics evaluate (s, a) and (s', a') in one
     joint batch, so the bootstrap sees the same normalisation statistics as the regression.
 

@@ -12,8 +12,8 @@ import jax
 import jax.numpy as jnp
 
 from ajax.agents.crossq.config import CrossQConfig
-from ajax.agents.sac import losses
-from ajax.agents.sac.update import (
+from ajax.agents.shared import soft_actor_critic_losses as losses
+from ajax.agents.shared.soft_actor_critic import (
     SACState,
     act,
     init_state,
@@ -23,9 +23,7 @@ from ajax.agents.sac.update import (
 )
 from ajax.networks.config import OptimizerConfig
 from ajax.networks.networks import action_value_input, predict_value_train
-from ajax.training.loop import zeros_like_shapes
-from ajax.training.off_policy import Transition
-from ajax.training.rollout import lockstep
+from ajax.training.api import Transition, lockstep, zeros_like_shapes
 
 __all__ = ["act", "init", "update"]
 

@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.dqn import update
 from ajax.agents.dqn.config import DQNConfig
-from ajax.training.host_loop import OffPolicyAlgorithm
-from ajax.training.off_policy import OffPolicyAgent
+from ajax.training.api import OffPolicyAgent, OffPolicyAlgorithm
 
 
 class DQN(OffPolicyAlgorithm):
@@ -19,7 +18,7 @@ class DQN(OffPolicyAlgorithm):
     discrete = True
     images = True  # a conv torso on image observations
 
-    def agent(self) -> OffPolicyAgent:
+    def agent(self, total_steps: int) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
             init=partial(update.init, c),

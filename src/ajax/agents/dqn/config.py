@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ajax.training.config import OffPolicyConfig
+from ajax.training.api import OffPolicyConfig
 from ajax.validation import at_least, between, positive, require
 
 

@@ -12,8 +12,7 @@ from ajax.networks.networks import init_network_state
 from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_body, q_values
 from ajax.networks.train_state import LoadedTrainState, ema_update
 from ajax.networks.utils import get_adam_tx
-from ajax.training.off_policy import Transition
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Transition, env_config_of
 
 
 class DQNState(flax.struct.PyTreeNode):

@@ -52,10 +52,7 @@ from ajax.agents.dreamerv3.rssm import (
 )
 from ajax.environments.host import HostExplicitReset
 from ajax.environments.wrappers import ExplicitReset
-from ajax.training.algorithm import Chunks, n_chunks_for
-from ajax.training.host_loop import ReplayAlgorithm
-from ajax.training.loop import ReplayAgent, make_loop
-from ajax.training.sharding import SAME_ON_ANY_LAYOUT
+from ajax.training.api import SAME_ON_ANY_LAYOUT, Chunks, ReplayAgent, ReplayAlgorithm, make_loop
 
 
 class DreamerV3(ReplayAlgorithm):
@@ -102,15 +99,14 @@ class DreamerV3(ReplayAlgorithm):
         if self.is_jax:
             self.train_env = ExplicitReset(self.env)
 
-    def replay_agent(self, total_steps: int) -> ReplayAgent:
+    def agent(self, total_steps: int) -> ReplayAgent:
         return replay_agent(self.config, self.env, total_steps)
 
     def make_chunks(self, total_steps: int) -> Chunks:
         self.require_jax_env()
         agent = replay_agent(self.config, self.train_env, total_steps)
         loop = make_loop(self.config, self.train_env, self.eval_env, agent)
-        return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk,
-                      n_chunks_for(total_steps, loop.steps_per_chunk))  # fmt: skip
+        return Chunks.of(loop, total_steps)
 
     def policy(self):
         spec = self.env.spec

@@ -30,7 +30,7 @@ import ajax.agents.dreamerv3.update as update_lib
 from ajax.agents.dreamerv3.config import DreamerV3Config
 from ajax.agents.dreamerv3.model import Nets
 from ajax.buffers import sequence
-from ajax.training.loop import Clock, Policy, ReplayAgent, zeros_like_shapes
+from ajax.training.api import Clock, Policy, ReplayAgent, zeros_like_shapes
 
 
 class RatioClock(flax.struct.PyTreeNode):

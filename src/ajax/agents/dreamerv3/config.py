@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import ClassVar
 
 from ajax.agents.dreamerv3 import protocols
 from ajax.agents.dreamerv3.networks import RSSMConfig
 from ajax.distributional import TwoHot
-from ajax.training.config import LoopConfig
+from ajax.training.api import LoopConfig
 from ajax.validation import Rule, at_least, between, nonnegative, one_of, positive, require
 
 # configs.yaml size presets: (deter, hidden, classes, units). The CNN depth equals units / 16
@@ -157,6 +158,13 @@ class DreamerV3Config(LoopConfig):
     depth: int = 0
     eval_policy: str = "mode"
     protocol: str | None = None
+
+    # run options no other agent has, with what they set (the CLI names the owner when another
+    # agent is given one, :func:`ajax.cli_args.check_agent_only`)
+    OWN_FLAGS: ClassVar[dict[str, str]] = {
+        "protocol": "the official DreamerV3 run settings, e.g. dmc_proprio",
+        "eval_policy": "whether DreamerV3's evaluation samples or takes the mode",
+    }
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),

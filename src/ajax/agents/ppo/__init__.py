@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.ppo import recurrent, update
 from ajax.agents.ppo.config import PPOConfig
-from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent, feedforward
+from ajax.training.api import OnPolicyAgent, OnPolicyAlgorithm, feedforward
 
 
 class PPO(OnPolicyAlgorithm):

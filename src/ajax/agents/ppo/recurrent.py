@@ -17,11 +17,16 @@ import jax
 import jax.numpy as jnp
 
 from ajax.agents.ppo.config import PPOConfig
-from ajax.agents.ppo.update import Batch, PPOState, advantages, minibatch_epochs, ppo_loss
+from ajax.agents.shared.proximal_policy import (
+    Batch,
+    PPOState,
+    actor_critic_epochs,
+    advantages,
+    ppo_loss,
+)
 from ajax.networks.memory import init_carry
 from ajax.networks.networks import predict_value_sequence
-from ajax.training.loop import Policy, Tick
-from ajax.training.on_policy import Rollout, RolloutEnd
+from ajax.training.api import Policy, Rollout, RolloutEnd, Tick
 
 
 class PPOCarry(flax.struct.PyTreeNode):
@@ -117,4 +122,4 @@ def update(config: PPOConfig, state: PPOState, rollout: Rollout, end: RolloutEnd
         v, _ = _v(state, params[1], mb.obs, resets, critic0)
         return ppo_loss(config, pi, v, mb)
 
-    return minibatch_epochs(config, state, data, loss_fn, key)
+    return actor_critic_epochs(config, state, data, loss_fn, key)

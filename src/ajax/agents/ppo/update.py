@@ -1,25 +1,49 @@
-"""PPO's networks, acting and update (clipped surrogate, GAE, minibatch epochs)."""
+"""PPO's optimiser and update: GAE over the rollout, then the family's minibatch epochs.
+
+State, networks, acting, the loss and the fit are the PPO family's
+(:mod:`ajax.agents.shared.proximal_policy`), shared with APO.
+"""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import flax.struct
-import jax
-import jax.numpy as jnp
-
-from ajax.agents.ppo import losses
 from ajax.agents.ppo.config import PPOConfig
-from ajax.networks.config import NetworkConfig, OptimizerConfig
-from ajax.networks.networks import get_initialized_actor_critic, predict_value
-from ajax.networks.train_state import LoadedTrainState
-from ajax.training.on_policy import Rollout, next_values, values_at_cuts
-from ajax.training.rollout import env_config_of
+from ajax.agents.shared.minibatch import total_updates
+from ajax.agents.shared.proximal_policy import (
+    Batch,
+    PPOState,
+    act,
+    actor_critic_epochs,
+    advantages,
+    fit,
+    init_state,
+    network_config,
+    ppo_loss,
+    sample,
+    value_of,
+)
+from ajax.networks.config import OptimizerConfig
+from ajax.training.api import Rollout, values_at_cuts
 
+__all__ = [
+    "Batch",
+    "PPOState",
+    "act",
+    "actor_critic_epochs",
+    "advantages",
+    "fit",
+    "init",
+    "init_state",
+    "minibatch_epochs",
+    "network_config",
+    "ppo_loss",
+    "sample",
+    "total_updates",
+    "update",
+    "value_of",
+]
 
-class PPOState(flax.struct.PyTreeNode):
-    actor_state: LoadedTrainState
-    critic_state: LoadedTrainState
+# The name this module gave the actor-critic epochs before they moved to the shared package.
+minibatch_epochs = actor_critic_epochs
 
 
 def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOState:
@@ -31,161 +55,8 @@ def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOSt
     return init_state(config, key, env, total_updates, opt)
 
 
-def network_config(config: PPOConfig) -> NetworkConfig:
-    """CleanRL's PPO networks: orthogonal init (sqrt 2 hidden, 0.01 policy, 1.0 value heads),
-    a state-independent log-std at 0, two ``hidden`` layers of ``activation``."""
-    arch = (str(config.hidden), config.activation, str(config.hidden), config.activation)
-    return NetworkConfig(
-        actor_architecture=arch if config.actor_architecture is None else config.actor_architecture,
-        critic_architecture=arch,
-        kernel_init="orthogonal(1.4142135623730951)",
-        actor_kernel_init="orthogonal(0.01)",
-        critic_kernel_init="orthogonal(1.0)",
-        state_independent_log_std=True,
-        log_std_init=0.0,
-        log_std_bounds=None,
-        memory=config.memory_config,
-    )
-
-
-def init_state(config: PPOConfig, key, env, total_updates: int | None, opt: OptimizerConfig,
-               actor=None) -> PPOState:  # fmt: skip
-    """A PPO-family state on :func:`network_config` with ``opt`` for both networks; ``actor``
-    (a wrapped :func:`~ajax.networks.networks.actor_module`) replaces the plain actor."""
-    env_config = env_config_of(env, config.n_envs)
-    actor_state, critic_state = get_initialized_actor_critic(
-        key,
-        env_config,
-        opt,
-        opt,
-        network_config(config),
-        continuous=env_config.continuous,
-        action_value=False,
-        num_critics=1,
-        max_timesteps=total_updates if config.anneal_lr else None,
-        actor=actor,
-    )
-    return PPOState(actor_state, critic_state)
-
-
-def _pi(state: PPOState, params, obs):
-    return state.actor_state.apply_fn({"params": params}, obs)
-
-
-def value_of(state: PPOState, params, obs):
-    """V(obs) of a feedforward critic under ``params``, the leading member dropped: (...,)."""
-    return predict_value(state.critic_state, params, obs)[0, ..., 0]
-
-
-def act(state: PPOState, obs, key, deterministic: bool):
-    """The policy's mode when deterministic, else a sample (clipped to the box by the loop)."""
-    pi = _pi(state, state.actor_state.params, obs)
-    return pi.mode() if deterministic else pi.sample(seed=key)
-
-
-def sample(state: PPOState, obs, key):
-    pi = _pi(state, state.actor_state.params, obs)
-    action, log_prob = pi.sample_and_log_prob(seed=key)
-    return action, log_prob, value_of(state, state.critic_state.params, obs)
-
-
-class Batch(NamedTuple):
-    """The per-sample data of PPO's loss (any leading shape)."""
-
-    obs: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    adv: jax.Array
-    ret: jax.Array
-
-
-def ppo_loss(config: PPOConfig, pi, v, mb: Batch):
-    """Clipped surrogate + clipped value loss - entropy bonus, given the current policy ``pi``
-    and values ``v`` at ``mb.obs`` (feedforward or replayed through memory)."""
-    adv = mb.adv
-    if config.normalize_advantages:
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    pg, m_pg = losses.clipped_surrogate_loss(pi.log_prob(mb.action), mb.log_prob, adv,
-                                             config.clip_eps)  # fmt: skip
-    vl, m_v = losses.value_loss(v, mb.value, mb.ret, config.value_clip_eps)
-    entropy = pi.entropy().mean()
-    loss = pg + config.vf_coef * vl - config.ent_coef * entropy
-    return loss, {**m_pg, **m_v, "entropy": entropy, "loss": loss}
-
-
-def advantages(config: PPOConfig, rollout: Rollout, v_cut, v_last):
-    """GAE over ``rollout`` given V at the true last obs of every step a time limit cut
-    (``v_cut``, [T, N], :func:`~ajax.training.on_policy.values_at_cuts`) and at the obs after
-    the rollout (``v_last``, [N]): a truncation bootstraps from its true last obs, any other
-    step from the next state's value."""
-    done = rollout.terminated | rollout.truncated
-    discount = config.gamma * (1.0 - rollout.terminated.astype(jnp.float32))
-    return losses.gae_advantages(
-        rollout.reward,
-        rollout.value,
-        next_values(rollout, v_cut, v_last),
-        discount,
-        done.astype(jnp.float32),
-        config.gae_lambda,
-    )
-
-
-def minibatch_epochs(config: PPOConfig, state: PPOState, data, loss_fn, key,
-                     clip_grads=lambda grads: grads):  # fmt: skip
-    """``num_epochs`` passes of ``num_minibatches`` Adam steps on ``loss_fn(params, mb)``.
-
-    Every leaf of ``data`` leads with the axis minibatches split: samples (feedforward) or envs
-    (recurrent: each minibatch holds whole sequences). ``clip_grads`` maps the (actor, critic)
-    gradient pair before the optimisers see it (APO clips the pair's joint norm)."""
-    n = jax.tree.leaves(data)[0].shape[0]
-    mb_size = n // config.num_minibatches
-
-    def epoch(state, k):
-        perm = jax.random.permutation(k, n)
-        batches = jax.tree.map(
-            lambda x: x[perm].reshape((config.num_minibatches, mb_size) + x.shape[1:]), data
-        )
-
-        def step(state, mb):
-            params = (state.actor_state.params, state.critic_state.params)
-            grads, metrics = jax.grad(lambda p: loss_fn(state, p, mb), has_aux=True)(params)
-            grads = clip_grads(grads)
-            state = state.replace(
-                actor_state=state.actor_state.apply_gradients(grads[0]),
-                critic_state=state.critic_state.apply_gradients(grads[1]),
-            )
-            return state, metrics
-
-        return jax.lax.scan(step, state, batches)
-
-    state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, config.num_epochs))
-    return state, jax.tree.map(lambda m: m.mean(), metrics)
-
-
 def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
     v = lambda obs: value_of(state, state.critic_state.params, obs)
     adv = advantages(config, rollout, values_at_cuts(v, rollout), v(last_obs))
     return fit(config, state, rollout, adv, key)
-
-
-def fit(config: PPOConfig, state: PPOState, rollout: Rollout, adv, key, loss=ppo_loss,
-        clip_grads=lambda grads: grads):  # fmt: skip
-    """The minibatch epochs of a feedforward rollout with its advantages ``adv`` ([T, N]) on
-    ``loss(config, pi, v, mb)``: returns are ``adv + value``, samples flattened and shuffled."""
-    data = Batch(rollout.obs, rollout.action, rollout.log_prob, rollout.value, adv,
-                 adv + rollout.value)  # fmt: skip
-    flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data)
-
-    def loss_fn(state, params, mb: Batch):
-        pi = _pi(state, params[0], mb.obs)
-        return loss(config, pi, value_of(state, params[1], mb.obs), mb)
-
-    return minibatch_epochs(config, state, flat, loss_fn, key, clip_grads)
-
-
-def total_updates(config: PPOConfig, total_steps: int) -> int:
-    """Optimizer steps over a run of ``total_steps`` env steps (for the lr annealing)."""
-    iterations = max(1, total_steps // (config.n_envs * config.n_steps))
-    return iterations * config.num_epochs * config.num_minibatches

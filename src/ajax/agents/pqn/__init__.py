@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.pqn import update
 from ajax.agents.pqn.config import PQNConfig
-from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent, feedforward
+from ajax.training.api import OnPolicyAgent, OnPolicyAlgorithm, feedforward
 
 
 class PQN(OnPolicyAlgorithm):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.training.config import LoopConfig
+from ajax.training.api import LoopConfig
 from ajax.validation import at_least, between, one_of, positive, require
 
 _NO_REPLAY = (

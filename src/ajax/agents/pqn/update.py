@@ -9,12 +9,14 @@ import optax
 
 from ajax.agents.pqn import losses
 from ajax.agents.pqn.config import PQNConfig
+from ajax.agents.shared.minibatch import minibatch_epochs, total_updates
 from ajax.networks.networks import init_network_state
 from ajax.networks.q_network import QNetwork, epsilon_greedy, linear_epsilon, q_body, q_values
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
-from ajax.training.on_policy import Rollout, next_values, values_at_cuts
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Rollout, env_config_of, next_values, values_at_cuts
+
+__all__ = ["PQNState", "act", "epsilon", "init", "sample", "total_updates", "update"]
 
 
 class PQNState(flax.struct.PyTreeNode):
@@ -22,12 +24,6 @@ class PQNState(flax.struct.PyTreeNode):
 
     q_state: LoadedTrainState
     exploration_updates: int = flax.struct.field(pytree_node=False, default=1)
-
-
-def total_updates(config: PQNConfig, total_steps: int) -> int:
-    """Gradient steps over a run of ``total_steps`` env steps (lr decay, epsilon schedule)."""
-    iterations = max(1, total_steps // (config.n_envs * config.n_steps))
-    return iterations * config.num_epochs * config.num_minibatches
 
 
 def init(config: PQNConfig, key, env, total_updates: int = 1) -> PQNState:
@@ -84,27 +80,16 @@ def update(config: PQNConfig, state: PQNState, rollout: Rollout, last_obs, key):
     flat = jax.tree.map(
         lambda x: x.reshape((-1,) + x.shape[2:]), (rollout.obs, rollout.action, target)
     )
-    n = flat[0].shape[0]
-    mb_size = n // config.num_minibatches
 
-    def epoch(q, k):
-        perm = jax.random.permutation(k, n)
-        batches = jax.tree.map(
-            lambda x: x[perm].reshape((config.num_minibatches, mb_size) + x.shape[1:]), flat
-        )
+    def step(q, mb):
+        obs, action, g = mb
 
-        def step(q, mb):
-            obs, action, g = mb
+        def loss_fn(params):
+            q_a = jnp.take_along_axis(q_values(q, params, obs), action[:, None], -1)[:, 0]
+            return losses.q_regression_loss(q_a, g)
 
-            def loss_fn(params):
-                q_a = jnp.take_along_axis(q_values(q, params, obs), action[:, None], -1)[:, 0]
-                return losses.q_regression_loss(q_a, g)
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(q.params)
+        return q.apply_gradients(grads), metrics
 
-            grads, metrics = jax.grad(loss_fn, has_aux=True)(q.params)
-            return q.apply_gradients(grads), metrics
-
-        return jax.lax.scan(step, q, batches)
-
-    q, metrics = jax.lax.scan(epoch, q, jax.random.split(key, config.num_epochs))
-    metrics = jax.tree.map(lambda m: m.mean(), metrics)
+    q, metrics = minibatch_epochs(config, q, flat, step, key)
     return state.replace(q_state=q), {**metrics, "epsilon": epsilon(config, state)}

@@ -6,9 +6,8 @@ from functools import partial
 
 from ajax.agents.redq import update
 from ajax.agents.redq.config import REDQConfig
-from ajax.agents.sac import guidance
-from ajax.training.host_loop import OffPolicyAlgorithm
-from ajax.training.off_policy import OffPolicyAgent
+from ajax.agents.shared import guidance
+from ajax.training.api import OffPolicyAgent, OffPolicyAlgorithm
 
 
 class REDQ(OffPolicyAlgorithm):
@@ -19,7 +18,7 @@ class REDQ(OffPolicyAlgorithm):
     continuous = True
     discrete = False
 
-    def agent(self) -> OffPolicyAgent:
+    def agent(self, total_steps: int) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
             init=partial(update.init, c),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ajax.agents.sac.config import SACConfig
+from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticConfig
 from ajax.validation import at_least, require
 
 
 @dataclass(frozen=True)
-class REDQConfig(SACConfig):
+class REDQConfig(SoftActorCriticConfig):
     """Randomized ensembled double Q-learning: SAC with a large Q ensemble, an in-target min over
     a random subset, and a high update-to-data ratio.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.sac.losses import soft_td_target
+from ajax.agents.shared.soft_actor_critic_losses import soft_td_target
 
 
 def subset_min_target(r_t, discount_t, q_next, log_pi_next, alpha, subset):

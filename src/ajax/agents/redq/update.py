@@ -1,6 +1,6 @@
 """REDQ's update step (Chen et al. 2021, Alg. 1; watchernyu/REDQ redq_sac.py train order).
 
-Networks, acting and the state are SAC's (:mod:`ajax.agents.sac.update`). Each call is one of
+Networks, acting and the state are SAC's (:mod:`ajax.agents.shared.soft_actor_critic`). Each call is one of
 the ``gradient_steps`` critic steps; on every ``policy_update_delay``-th one the actor and the
 temperature also step, their loss read from the critics before this step's critic update, as
 the authors' code computes both losses before stepping either optimiser.
@@ -13,13 +13,11 @@ import jax.numpy as jnp
 
 from ajax.agents.redq import losses
 from ajax.agents.redq.config import REDQConfig
-from ajax.agents.sac import guidance
-from ajax.agents.sac import losses as sac_losses
-from ajax.agents.sac.update import SACState, act, init, policy_step
+from ajax.agents.shared import guidance
+from ajax.agents.shared import soft_actor_critic_losses as sac_losses
+from ajax.agents.shared.soft_actor_critic import SACState, act, init, policy_step
 from ajax.networks.networks import action_value_input, predict_value
-from ajax.training.loop import zeros_like_shapes
-from ajax.training.off_policy import Transition
-from ajax.training.rollout import lockstep
+from ajax.training.api import Transition, lockstep, zeros_like_shapes
 
 __all__ = ["act", "init", "update"]
 

@@ -7,8 +7,7 @@ from functools import partial
 from ajax.agents.sac import guidance, update
 from ajax.agents.sac.config import SACConfig
 from ajax.agents.sac.guidance import ExpertImitation, MCPretrain
-from ajax.training.host_loop import OffPolicyAlgorithm
-from ajax.training.off_policy import OffPolicyAgent
+from ajax.training.api import OffPolicyAgent, OffPolicyAlgorithm
 
 
 class SAC(OffPolicyAlgorithm):
@@ -19,7 +18,7 @@ class SAC(OffPolicyAlgorithm):
     continuous = True
     discrete = False
 
-    def agent(self) -> OffPolicyAgent:
+    def agent(self, total_steps: int) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
             init=partial(update.init, c),

@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.td3 import update
 from ajax.agents.td3.config import TD3Config
-from ajax.training.host_loop import OffPolicyAlgorithm
-from ajax.training.off_policy import OffPolicyAgent
+from ajax.training.api import OffPolicyAgent, OffPolicyAlgorithm
 
 
 class TD3(OffPolicyAlgorithm):
@@ -18,7 +17,7 @@ class TD3(OffPolicyAlgorithm):
     continuous = True
     discrete = False
 
-    def agent(self) -> OffPolicyAgent:
+    def agent(self, total_steps: int) -> OffPolicyAgent:
         c = self.config
         return OffPolicyAgent(
             init=partial(update.init, c),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
-from ajax.training.config import OffPolicyConfig
+from ajax.training.api import OffPolicyConfig
 from ajax.validation import at_least, between, nonnegative, positive
 
 

@@ -15,8 +15,7 @@ from ajax.networks.distributions import Deterministic
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import parse_architecture
-from ajax.training.off_policy import Transition
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Transition, env_config_of
 
 
 class DeterministicActor(nn.Module):

@@ -16,7 +16,7 @@ The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuou
 """
 
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
-from ajax.agents.tdmpc2.agent import make_loop, repeated, replay_agent
+from ajax.agents.tdmpc2.agent import make_loop, repeated, replay_agent  # noqa: F401
 from ajax.agents.tdmpc2.agent import policy as agent_policy
 from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
@@ -56,9 +56,7 @@ from ajax.agents.tdmpc2.update import (
     update_with_noise,
 )
 from ajax.environments.registry import HOST_FAMILIES, resolve_env_id
-from ajax.training.algorithm import Chunks, n_chunks_for
-from ajax.training.host_loop import ReplayAlgorithm
-from ajax.training.loop import ReplayAgent
+from ajax.training.api import ReplayAgent, ReplayAlgorithm
 
 
 def check_pixel_latent(cfg: TDMPC2Config, image_shape) -> None:
@@ -85,6 +83,7 @@ class TDMPC2(ReplayAlgorithm):
     continuous = True
     discrete = False
     images = True  # the conv encoder of pixels.py (64 x 64 frames)
+    multitask = "ajax.agents.tdmpc2.multitask:MultitaskTDMPC2"  # offline, from a dataset
 
     def __init__(self, env="Pendulum-v1", config=None, **env_options):
         repeat = getattr(config if config is not None else TDMPC2Config(), "action_repeat", 1)
@@ -98,15 +97,9 @@ class TDMPC2(ReplayAlgorithm):
             self.env = repeated(self.config, self.env)
             self.eval_env = repeated(self.config, self.eval_env)
 
-    def replay_agent(self, total_steps: int) -> ReplayAgent:
+    def agent(self, total_steps: int) -> ReplayAgent:
         """Host envs repeat actions themselves (``action_repeat`` env option from the config)."""
         return replay_agent(self.config, self.env, total_steps)
-
-    def make_chunks(self, total_steps: int) -> Chunks:
-        self.require_jax_env()
-        loop = make_loop(self.config, self.env, self.eval_env, total_steps)
-        n_chunks = n_chunks_for(total_steps, loop.steps_per_chunk)
-        return Chunks(loop.init, loop.run_chunk, loop.steps_per_chunk, n_chunks)
 
     def policy(self):
         """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""

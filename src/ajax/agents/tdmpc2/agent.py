@@ -30,7 +30,6 @@ import jax.numpy as jnp
 
 import ajax.agents.tdmpc2.act as act_lib
 import ajax.agents.tdmpc2.update as update_lib
-import ajax.training.loop as loop_lib
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.networks import WorldModel
 from ajax.buffers import sequence
@@ -38,7 +37,8 @@ from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments.utils import tree_select
 from ajax.environments.wrappers import ActionRepeat
 from ajax.networks.pixels import to_bytes
-from ajax.training.loop import Clock, Loop, Policy, ReplayAgent, zeros_like_shapes
+from ajax.training.api import Clock, Loop, Policy, ReplayAgent, zeros_like_shapes
+from ajax.training.api import make_loop as shared_loop
 
 
 class T2Replay(flax.struct.PyTreeNode):
@@ -185,4 +185,4 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
 def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
     """``init(key)`` and ``run_chunk(state)`` of a TD-MPC2 run on JAX envs wrapped by
     :func:`repeated`."""
-    return loop_lib.make_loop(cfg, env, eval_env, replay_agent(cfg, env, total_steps))
+    return shared_loop(cfg, env, eval_env, replay_agent(cfg, env, total_steps))

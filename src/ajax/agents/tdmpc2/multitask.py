@@ -31,8 +31,7 @@ from ajax.buffers.dataset import Dataset, DatasetError, load_dataset
 from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments import make_env
 from ajax.environments.wrappers import ActionRepeat, PadSpaces
-from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.loop import Policy, evaluate
+from ajax.training.api import Algorithm, Chunks, Policy, evaluate, n_chunks_for
 
 
 class OfflineState(flax.struct.PyTreeNode):

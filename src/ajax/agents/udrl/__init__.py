@@ -6,8 +6,7 @@ from functools import partial
 
 from ajax.agents.udrl import update
 from ajax.agents.udrl.config import UDRLConfig
-from ajax.training.host_loop import OnPolicyAlgorithm
-from ajax.training.on_policy import OnPolicyAgent
+from ajax.training.api import OnPolicyAgent, OnPolicyAlgorithm
 
 
 class UDRL(OnPolicyAlgorithm):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ajax.networks.utils import ACTIVATIONS
-from ajax.training.config import LoopConfig
+from ajax.training.api import LoopConfig
 from ajax.validation import at_least, nonnegative, one_of, positive, require
 
 

@@ -28,9 +28,7 @@ from ajax.networks.distributions import Squash
 from ajax.networks.networks import actor_module, init_network_state
 from ajax.networks.train_state import LoadedTrainState
 from ajax.networks.utils import get_adam_tx
-from ajax.training.loop import Policy, Tick
-from ajax.training.on_policy import Rollout, RolloutEnd
-from ajax.training.rollout import env_config_of
+from ajax.training.api import Policy, Rollout, RolloutEnd, Tick, env_config_of
 
 COMMAND_DIM = 2  # (d_r, d_h)
 _EDGE = 1.0 - 1e-6  # squashed log-probs are finite only inside (-1, 1)

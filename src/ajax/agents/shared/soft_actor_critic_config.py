@@ -1,0 +1,109 @@
+"""The soft actor-critic family's configuration (Haarnoja et al., arXiv:1812.05905; defaults of
+stable-baselines3's SAC): the base of ``SACConfig``, ``REDQConfig``, ``CrossQConfig`` and
+``ASACConfig``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ajax.agents.shared.guidance import ExpertImitation, MCPretrain
+from ajax.modules.pid_actor import PIDPolicy, pid_python_only
+from ajax.training.api import OffPolicyConfig
+from ajax.validation import Rule, at_least, between, positive, require
+
+
+@dataclass(frozen=True)
+class SoftActorCriticConfig(OffPolicyConfig):
+    """Soft actor-critic with automatic entropy tuning: SAC's fields, defaults and rules.
+
+    Attributes:
+        learning_rate: Adam step size of actor, critics and temperature (SB3: 3e-4).
+        gamma: discount.
+        tau: target-critic EMA rate (SB3: 0.005).
+        num_critics: size of the Q ensemble; the target takes the min over all members.
+        hidden: width of the two hidden layers of actor and critics.
+        init_alpha: initial temperature (SB3 ``ent_coef="auto"`` starts at 1.0).
+        target_entropy: ``None`` is the heuristic ``-action_dim``.
+        log_std_bounds: the actor's log-std clip (SB3: [-20, 2]).
+        actor_architecture: None (the MLP above), or a :class:`~ajax.modules.pid_actor.PIDPolicy`:
+            the actor is then a PID controller with learned gains on the error terms a
+            ``make_env(..., pid_error_fn=...)`` env puts first (spec 002; Python API only).
+        critic_norm: None, or "layernorm" after each critic hidden layer (RLPD's critic).
+            "batchrenorm" only where the update trains its statistics (CrossQ).
+        pretrain: None, or an :class:`~ajax.agents.shared.guidance.MCPretrain`: before learning,
+            fit the critics on a known expert's Monte-Carlo returns and clone its actions into
+            the actor (spec 002's expert guidance; Python API only, JAX envs only).
+        imitation: None, or an :class:`~ajax.agents.shared.guidance.ExpertImitation`: the actor
+            loss gains a fading pull toward an expert's actions (Python API only).
+    """
+
+    learning_rate: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+    num_critics: int = 2
+    hidden: int = 256
+    init_alpha: float = 1.0
+    target_entropy: float | None = None
+    log_std_bounds: tuple[float, float] = (-20.0, 2.0)
+    actor_architecture: PIDPolicy | None = None
+    critic_norm: str | None = None
+    pretrain: MCPretrain | None = None
+    imitation: ExpertImitation | None = None
+
+    # Whether the update threads BatchRenorm's running statistics (CrossQ's joint batch does).
+    TRAINS_BATCH_STATS: ClassVar[bool] = False
+    # Whether init fits an MCPretrain (a discounted Q ensemble without running statistics).
+    PRETRAINS: ClassVar[bool] = True
+    PYTHON_ONLY: ClassVar[dict[str, str]] = {
+        **pid_python_only("SAC", "SACConfig"),
+        "pretrain": "takes an MCPretrain around an expert function: set it from Python, e.g. "
+        "ajax.SAC('Pendulum-v1', SACConfig(pretrain=MCPretrain(expert=f)))",
+        "imitation": "takes an ExpertImitation around an expert function: set it from Python, "
+        "e.g. ajax.SAC('Pendulum-v1', SACConfig(imitation=ExpertImitation(expert=f)))",
+    }
+
+    RULES = {
+        "learning_rate": positive(),
+        "gamma": between(0.0, 1.0),
+        "tau": between(0.0, 1.0, lo_open=True),
+        "num_critics": at_least(1),
+        "hidden": positive(),
+        "init_alpha": positive(),
+        "critic_norm": Rule(choices=("layernorm", "batchrenorm"), optional=True),
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        lo, hi = self.log_std_bounds
+        require(
+            self,
+            len(self.log_std_bounds) == 2 and lo < hi,
+            "log_std_bounds",
+            "a pair (min, max) with min < max",
+            "e.g. --log-std-bounds -20 2",
+        )
+        require(
+            self,
+            self.critic_norm != "batchrenorm" or self.TRAINS_BATCH_STATS,
+            "critic_norm",
+            f"None or 'layernorm': {type(self).__name__.removesuffix('Config')} cannot train "
+            "BatchRenorm's running statistics (only CrossQ's joint batch does)",
+            "use crossq for BatchRenorm critics, or --critic-norm layernorm",
+        )
+        require(
+            self,
+            self.pretrain is None or self.PRETRAINS,
+            "pretrain",
+            f"None: {type(self).__name__.removesuffix('Config')} does not fit an MCPretrain "
+            "(it needs SAC's discounted critics without running statistics)",
+            "use ajax.SAC or ajax.REDQ for MC pretraining",
+        )
+        require(
+            self,
+            self.pretrain is None or self.pretrain.rollout_steps * self.n_envs <= self.buffer_size,
+            "pretrain",
+            "an expert rollout that fits the replay (its rows seed it): rollout_steps x n_envs "
+            f"<= buffer_size = {self.buffer_size}",
+            "lower MCPretrain.rollout_steps or raise buffer_size",
+        )
