@@ -39,9 +39,9 @@ class Step(NamedTuple):
 
 def unroll(env, policy: Policy, agent_state, key, n: int, length: int,
            observe: Callable[[Any, Step], tuple[Any, Any]], acc: Any = None, *,
-           reset: Callable | None = None, perturb: Callable | None = None,
-           deterministic: bool = True):  # fmt: skip
-    """``(acc, rows)``: ``length`` steps of ``policy`` on ``n`` copies of the JAX ``env``.
+           reset: Callable | None = None, perturb: Callable | None = None):  # fmt: skip
+    """``(acc, rows)``: ``length`` deterministic steps of ``policy`` on ``n`` copies of the JAX
+    ``env``.
 
     ``reset(key)`` resets one copy (default ``env.reset``); ``perturb(action, key)`` maps each
     action before the env sees it (``ajax collect``'s noise). Each step's key splits in two
@@ -56,7 +56,7 @@ def unroll(env, policy: Policy, agent_state, key, n: int, length: int,
             k_act, k_env = jax.random.split(k)
         else:
             k_act, k_noise, k_env = jax.random.split(k, 3)
-        action, carry = policy.act(agent_state, carry, tick, k_act, deterministic)
+        action, carry = policy.act(agent_state, carry, tick, k_act, True)
         if perturb is not None:
             action = perturb(action, k_noise)
         out = jax.vmap(env.step)(jax.random.split(k_env, n), env_state, to_env_action(env, action))
