@@ -167,7 +167,7 @@ BAD = [
     D3_TRAIN + ["--protocol", "nope"], D3_TRAIN + ["--protocol", "dmc_vision"],
     D3_TRAIN + ["--protocol", "atari100k"], D3_TRAIN + ["--eval-policy", "greedy"],
     TRAIN + ["--eval-policy", "sample"], TRAIN + ["--protocol", "dmc_proprio"],
-    T2_TRAIN + ["--model-size", "3"], T2_TRAIN + ["--lr", "-1"],
+    T2_TRAIN + ["--model-size", "3"], T2_TRAIN + ["--learning-rate", "-1"],
     T2_TRAIN + ["--batch-size", "0"], T2_TRAIN + ["--planner.horizon", "0"],
     ["train", "tdmpc2", "--env", "CartPole-v1"],
     ["train", "sac", "--env", "NoSuchEnv-v0"], ["train", "sac", "--env", "dmc:nope-nope"],

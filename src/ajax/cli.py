@@ -32,7 +32,7 @@ from ajax.cli_args import (
     protocol_steps,
     split_positional,
 )
-from ajax.cli_flags import UsageError, parse_flags, split_flags
+from ajax.cli_flags import UsageError, parse_flags, renamed_flags, split_flags
 
 
 def is_primary() -> bool:
@@ -86,6 +86,7 @@ def cmd_train(argv: list[str]) -> int:
     config_cls = agents[agent].config_cls
     if "-h" in rest or "--help" in rest:
         return _train_help(agent, config_cls)
+    rest = renamed_flags(config_cls, rest)  # --lr -> --learning-rate, with a warning
     own = {f.name for f in dataclasses.fields(TrainArgs)}
     python_only = getattr(config_cls, "PYTHON_ONLY", {})
     fields = {f.name for f in dataclasses.fields(config_cls)} - set(python_only)
@@ -195,11 +196,18 @@ def _train_help(agent: str, config_cls) -> int:
 
 
 def _config_from(agent: str, values: dict):
-    """The agent's config from ``run.json``'s ``config``; unknown fields and bad values are a
-    :class:`~ajax.training.run.RunDirError` (the file was edited or comes from another version)."""
+    """The agent's config from ``run.json``'s ``config``, a renamed field's old key read as the
+    new one (the config class's ``RENAMED``: runs saved before the rename); unknown fields and
+    bad values are a :class:`~ajax.training.run.RunDirError` (the file was edited or comes from
+    another version)."""
     from ajax.training.run import RunDirError
+    from ajax.validation import ConfigError, renamed_fields
 
     cls = _agents()[agent].config_cls
+    try:
+        values = renamed_fields(cls, values)
+    except ConfigError as err:
+        raise RunDirError(f"run.json's config: {err}") from err
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - fields)
     if unknown:

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import itertools
+import sys
 import types
 import typing
 
@@ -46,6 +47,58 @@ def split_flags(
             raise UsageError(f"unexpected argument {tok!r}")
         groups[target].append(tok)
     return groups["own"], groups["config"]
+
+
+def _flag_field(tok: str) -> tuple[str, str]:
+    """``(dotted field, switch prefix)`` a flag token sets: ``--planner.no-foo=1`` gives
+    ``("planner.foo", "no_")``, ``--learning-rate`` ``("learning_rate", "")``."""
+    *path, last = tok[2:].split("=", 1)[0].replace("-", "_").split(".")
+    prefix = "no_" if last.startswith("no_") else ""
+    return ".".join([*path, last[len(prefix) :]]), prefix
+
+
+def _new_name(cls, dotted: str) -> str | None:
+    """The new dotted name of a field that ``cls`` (or a nested config) renamed, else None."""
+    owner, *path = [cls, *dotted.split(".")]
+    for part in path[:-1]:
+        hint = typing.get_type_hints(owner).get(part) if dataclasses.is_dataclass(owner) else None
+        if not dataclasses.is_dataclass(hint):
+            return None
+        owner = hint
+    new = getattr(owner, "RENAMED", {}).get(path[-1])
+    return None if new is None else ".".join([*path[:-1], new])
+
+
+def renamed_flags(cls, tokens: list[str]) -> list[str]:
+    """``tokens`` with each flag of a field that the config class ``cls`` renamed (its
+    ``RENAMED``, or a nested config's) replaced by the new flag, and one warning line on stderr
+    for each. UsageError when a field is given under both its old and new flags."""
+    from ajax.validation import RENAMED_UNTIL
+
+    given = {_flag_field(tok)[0] for tok in tokens if tok.startswith("--")}
+    out, warnings = [], []
+    for tok in tokens:
+        dotted, prefix = _flag_field(tok) if tok.startswith("--") else ("", "")
+        new = _new_name(cls, dotted) if dotted else None
+        if new is None:
+            out.append(tok)
+            continue
+        old_flag, new_flag = _flag(dotted), _flag(new)
+        if new in given:
+            raise UsageError(
+                f"{old_flag} and {new_flag} set the same field ({old_flag} is its deprecated "
+                f"name): give only {new_flag}"
+            )
+        *path, last = new.split(".")
+        flag = _flag(".".join([*path, prefix + last]))
+        out.append(flag + tok[len(tok.split("=", 1)[0]) :])  # a "=value" stays on the flag
+        warnings.append(
+            f"warning: {old_flag} is deprecated (renamed {new_flag}); it will be removed in "
+            f"{RENAMED_UNTIL}"
+        )
+    for line in dict.fromkeys(warnings):  # once per flag
+        print(line, file=sys.stderr)
+    return out
 
 
 def parse_flags(cls, args: list[str], default=None):

@@ -6,12 +6,15 @@ rules of base classes are inherited and a subclass may replace one by naming the
 finite, bools are bools) and rule, then :meth:`Validated.relations` for rules between
 fields. Every failure is a :class:`ConfigError` naming the field, the value and the fix, the
 same error from the Python API and the command line (which prints it as one line).
+Configs set from Python only (no command-line flags) name the argument in the fix instead of a
+flag: they set ``ARGUMENT``, e.g. :data:`PYTHON_ARGUMENT`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import types
 import typing
 from collections.abc import Mapping
@@ -26,11 +29,26 @@ class ConfigError(ValueError):
         super().__init__(message)
 
 
+# ``ARGUMENT`` of a config built from Python only: the fix names ``Owner(field=...)``.
+PYTHON_ARGUMENT = "{owner}({field}=...)"
+
+
 def field_error(
-    owner: str, field: str, value: Any, requirement: str, fix: str = "", prefix: str = ""
+    owner: str,
+    field: str,
+    value: Any,
+    requirement: str,
+    fix: str = "",
+    prefix: str = "",
+    argument: str = "",
 ) -> ConfigError:
     """The ConfigError of ``owner.field = value``: what it must be and how to fix it.
-    ``prefix`` is a nested config's flag prefix (``planner.`` for ``--planner.num-samples``)."""
+    ``prefix`` is a nested config's flag prefix (``planner.`` for ``--planner.num-samples``);
+    ``argument``, when given, names the Python argument to fix instead of a flag: a format string
+    of ``owner`` and ``field`` such as :data:`PYTHON_ARGUMENT`."""
+    if argument:
+        where = argument.format(owner=owner, field=field)
+        fix = fix or f"pass {where} a value that is {requirement.split(': ')[0]}"
     flag = "--" + prefix + field.replace("_", "-")
     fix = fix or f"pass {flag} with a value that is {requirement.split(': ')[0]}"
     return ConfigError(
@@ -130,28 +148,79 @@ def validate(config: Any, rules: Mapping[str, Rule]) -> None:
         if kind is not None:
             problem = _type_error(value, kind)
             if problem:
-                raise field_error(owner, field.name, value, problem, prefix=_prefix(config))
+                raise field_error(owner, field.name, value, problem, **_where(config))
         if rule is not None and not rule.admits(value):
-            raise field_error(owner, field.name, value, rule.describe(), prefix=_prefix(config))
+            raise field_error(owner, field.name, value, rule.describe(), **_where(config))
 
 
 def require(config: Any, condition: bool, field: str, requirement: str, fix: str = "") -> None:
     """A relation between fields: raise a ConfigError on ``field`` unless ``condition``."""
     if not condition:
         raise field_error(
-            type(config).__name__, field, getattr(config, field), requirement, fix, _prefix(config)
+            type(config).__name__, field, getattr(config, field), requirement, fix, **_where(config)
         )
 
 
-def _prefix(config: Any) -> str:
-    return getattr(type(config), "FLAG_PREFIX", "")
+def _where(config: Any) -> dict[str, str]:
+    """Where the fix is made: the flag prefix, or the Python ``ARGUMENT`` of the config."""
+    cls = type(config)
+    return {"prefix": getattr(cls, "FLAG_PREFIX", ""), "argument": getattr(cls, "ARGUMENT", "")}
+
+
+def python_scalars(config: Any) -> None:
+    """Store numpy integers and floats of the ``int``/``float`` fields of the frozen dataclass
+    ``config`` as Python numbers (equal values, equal hashes), so configs that take
+    ``np.int64(4)`` pass the type checks. Call it in ``__post_init__`` before the checks."""
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        value, kind = getattr(config, field.name), _scalar_kind(hints.get(field.name))
+        if isinstance(value, bool | int | float) or not isinstance(value, numbers.Real):
+            continue
+        if kind in (int, float) and isinstance(value, numbers.Integral):
+            object.__setattr__(config, field.name, int(value))
+        elif kind is float:
+            object.__setattr__(config, field.name, float(value))
+
+
+# The release that drops the old names of the configs' RENAMED fields.
+RENAMED_UNTIL = "0.3.0"
+
+
+def renamed_fields(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (the fields of the config class ``cls`` by name, as a saved run's JSON holds
+    them) with each old name of ``cls.RENAMED`` replaced by the new one, in nested configs'
+    dicts too. A field given under both names is a :class:`ConfigError` naming them."""
+    renamed = getattr(cls, "RENAMED", {})
+    out = dict(values)
+    for old, new in renamed.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise ConfigError(
+                f"{cls.__name__} has both {old!r} and {new!r}, one field under its old and new "
+                f"names ({old!r} was renamed {new!r}): keep only {new!r}",
+                new,
+            )
+        out = {(new if k == old else k): v for k, v in out.items()}
+    if dataclasses.is_dataclass(cls) and any(isinstance(v, Mapping) for v in out.values()):
+        hints = typing.get_type_hints(cls)
+        for name, value in out.items():
+            hint = hints.get(name)
+            if isinstance(value, Mapping) and dataclasses.is_dataclass(hint):
+                out[name] = renamed_fields(hint, value)
+    return out
 
 
 class Validated:
     """Mixin of the frozen config dataclasses: rules from ``RULES`` (merged along the MRO),
-    then :meth:`relations`, checked when the config is built."""
+    then :meth:`relations`, checked when the config is built.
+
+    ``RENAMED`` maps a field's old name to its new one for one release: the command line takes
+    the old flag with a warning (:func:`ajax.cli_flags.renamed_flags`) and a saved run's config
+    the old key (:func:`renamed_fields`), until :data:`RENAMED_UNTIL`."""
 
     RULES: ClassVar[dict[str, Rule]] = {}
+    RENAMED: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self):
         rules: dict[str, Rule] = {}

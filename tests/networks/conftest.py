@@ -3,7 +3,7 @@
 import pytest
 from tests.networks.net_helpers import ARCH, build
 
-from ajax.networks.config import EnvConfig, NetworkConfig
+from ajax.networks.config import EnvSpaces, NetworkConfig
 
 
 @pytest.fixture(scope="module")
@@ -20,5 +20,5 @@ def ppo():
         actor_architecture=ARCH, critic_architecture=ARCH, state_independent_log_std=True,
         log_std_init=0.0, log_std_bounds=None,
     )  # fmt: skip
-    env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=4)
+    env = EnvSpaces(obs_shape=(3,), action_dim=2, continuous=True, n_envs=4)
     return build(net, env, continuous=True, num_critics=2, max_timesteps=10)

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.networks.config import EnvConfig, OptimizerConfig
+from ajax.networks.config import EnvSpaces, OptimizerConfig
 from ajax.networks.networks import (
     get_initialized_actor_critic,
 )
@@ -12,7 +12,7 @@ from ajax.networks.networks import (
 KEY = jax.random.key(0)
 ARCH = ("8", "relu")
 OPT = OptimizerConfig(learning_rate=1e-3)
-ENV = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True)
+ENV = EnvSpaces(obs_shape=(3,), action_dim=2, continuous=True)
 
 
 def rngs(seed=0):

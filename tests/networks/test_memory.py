@@ -252,7 +252,7 @@ def test_memory_parse_memory_config():
     hash(config)  # frozen: usable as a flax field and jit-static argument
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.kind = "gru"
-    with pytest.raises(ValueError, match="gru, lstm, transformer, mamba"):
+    with pytest.raises(ValueError, match="one of 'gru', 'lstm', 'transformer', 'mamba'"):
         parse_memory_config({"kind": "rnn"})
     with pytest.raises(ValueError, match="hidden"):
         parse_memory_config({"kind": "gru", "hiden_size": 3})

@@ -18,7 +18,7 @@ from tests.networks.net_helpers import (
 )
 
 from ajax.modules.pid_actor import PIDActor, PIDPolicy
-from ajax.networks.config import EnvConfig, NetworkConfig
+from ajax.networks.config import EnvSpaces, NetworkConfig
 from ajax.networks.distributions import Squash
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.networks import (
@@ -81,7 +81,7 @@ def test_get_initialized_actor_critic_ppo_like(ppo):
 
 
 def test_get_initialized_actor_critic_discrete_and_extra_dims():
-    env = EnvConfig(obs_shape=(3,), action_dim=4, continuous=False)
+    env = EnvSpaces(obs_shape=(3,), action_dim=4, continuous=False)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH)
 
     def pi_and_v():
@@ -112,7 +112,7 @@ def test_get_initialized_actor_critic_pid_actor():
     assert isinstance(pi, Squash)
     with pytest.raises(ValueError, match="discrete"):
         get_initialized_actor_critic(
-            KEY, EnvConfig((3,), 2, False), OPT, OPT, net, continuous=False
+            KEY, EnvSpaces((3,), 2, False), OPT, OPT, net, continuous=False
         )
     unset = NetworkConfig(actor_architecture=policy, log_std_init=None)
     with pytest.raises(ValueError, match="log_std_init"):
@@ -146,7 +146,7 @@ def test_init_network_carry_stacks_members():
 def test_recurrent_actor_critic_gru_sequence():
     memory = MemoryConfig("gru", hidden_size=4)
     net = NetworkConfig(actor_architecture=ARCH, critic_architecture=ARCH, memory=memory)
-    env = EnvConfig(obs_shape=(3,), action_dim=2, continuous=True, n_envs=2)
+    env = EnvSpaces(obs_shape=(3,), action_dim=2, continuous=True, n_envs=2)
     T, B = 5, 2
     obs = normal(T, B, 3)
     resets = jnp.zeros((T, B), bool).at[3, 0].set(True)

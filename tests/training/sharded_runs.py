@@ -167,8 +167,10 @@ def data_parallel(agent: str, flops: bool) -> dict:
     if agent in ("dreamerv3", "tdmpc2"):  # a batch that splits over 4 devices and, for
         # TD-MPC2, outweighs the (replicated) planning of its single env
         config = dataclasses.replace(config, batch_size={"dreamerv3": 4, "tdmpc2": 32}[agent])
-    if agent == "tdmpc2" and not flops:  # four envs, so that the env batch splits too
-        config = dataclasses.replace(config, n_envs=4, batch_size=8)
+    if not flops:  # four envs, so that the env batch splits too
+        config = dataclasses.replace(
+            config, n_envs=4, **({"batch_size": 8} if agent == "tdmpc2" else {})
+        )
     one = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2)
     four = cls(env, config).train(seed=0, total_steps=steps, n_seeds=2, devices=4, parallel="data")
     result = {

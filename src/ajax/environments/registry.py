@@ -29,6 +29,15 @@ from ajax.environments.normalize import NormalizeObservation
 from ajax.environments.pid_terms import PIDTermsWrapper
 from ajax.environments.types import HostEnv, JaxEnv
 from ajax.environments.wrappers import ActionRepeat, EpisodeStatistics, RescaleAction
+from ajax.validation import (
+    ConfigError,
+    Rule,
+    Validated,
+    at_least,
+    field_error,
+    python_scalars,
+    require,
+)
 
 FAMILIES = ("gymnax", "playground", "brax", "craftax", "gymnasium", "dmc", "atari")
 HOST_FAMILIES = ("gymnasium", "dmc", "atari")
@@ -53,7 +62,7 @@ _FORMATS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class EnvConfig:
+class EnvConfig(Validated):
     """Options of :func:`make_env` (its keyword arguments).
 
     Attributes:
@@ -104,51 +113,88 @@ class EnvConfig:
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
 
+    def __post_init__(self):
+        python_scalars(self)  # numpy ints (e.g. a dataset's recorded limit) as Python ints
+        super().__post_init__()
+
+    ARGUMENT = "make_env(..., {field}=...)"
+    RULES = {
+        "n_envs": at_least(1, optional=True),
+        "max_episode_steps": at_least(1, optional=True),
+        "atari_settings": Rule(choices=("atari", "atari100k"), optional=True),
+    }
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            not self.proprio or self.pixels,
+            "proprio",
+            "False without pixels=True",
+            "proprio= adds the state features to rendered images: add pixels= (dmc ids), "
+            "or drop proprio (without pixels the observation is the state already)",
+        )
+        require(
+            self,
+            self.pid_dt is None or self.pid_error_fn is not None,
+            "pid_dt",
+            "None without pid_error_fn=",
+            "pid_dt= needs pid_error_fn=: add it, or drop pid_dt",
+        )
+
+    def _refuse(self, field: str, requirement: str, fix: str) -> ConfigError:
+        return field_error("EnvConfig", field, getattr(self, field), requirement, fix)
+
     def check(self, family: str) -> None:
         """Reject options the family cannot take."""
         if self.backend is not None and family != "brax":
-            raise ValueError(f"backend= is a brax option; {family} envs take none")
+            raise self._refuse(
+                "backend",
+                f"None for {family} envs: backend= is a brax option",
+                "drop backend=, or use a brax:<name> id",
+            )
         if self.config_overrides is not None and family != "playground":
-            raise ValueError(f"config_overrides= is a playground option, not for {family}")
-        if self.pid_error_fn is not None and family in HOST_FAMILIES:
-            raise ValueError("pid_error_fn= needs a JAX env; host envs do not support it")
-        if self.expert_action_fn is not None and family in HOST_FAMILIES:
-            raise ValueError("expert_action_fn= needs a JAX env; host envs do not support it")
+            raise self._refuse(
+                "config_overrides",
+                f"None for {family} envs: config_overrides= is a playground option",
+                "drop config_overrides=, or use a playground id",
+            )
+        for fn in ("pid_error_fn", "expert_action_fn"):
+            if getattr(self, fn) is not None and family in HOST_FAMILIES:
+                raise self._refuse(
+                    fn,
+                    f"None for {family} envs: {fn}= needs a JAX env; host envs do not support it",
+                    f"drop {fn}=, or use a JAX env id (gymnax, playground, brax)",
+                )
         if (self.resize is not None or (self.grayscale and family != "atari")) and (
             family in HOST_FAMILIES
         ):
-            raise ValueError(
-                "resize= and grayscale= apply to JAX image envs (e.g. Breakout-MinAtar); host "
-                "envs render 64 x 64 RGB (pixels=True) and take only frame_stack=: drop them"
+            raise self._refuse(
+                "resize" if self.resize is not None else "grayscale",
+                f"unset for {family} envs: resize= and grayscale= apply to JAX image envs (e.g. "
+                "Breakout-MinAtar)",
+                "host envs render 64 x 64 RGB (pixels=True) and take only frame_stack=: drop them",
             )
         if self.action_repeat != 1 and family == "atari":
-            raise ValueError(
-                "atari envs already play 4 frames per step (DreamerV3's setting): drop "
-                "action_repeat"
+            raise self._refuse(
+                "action_repeat",
+                "1 for atari envs: they already play 4 frames per step (DreamerV3's setting)",
+                "drop action_repeat",
             )
         if self.pixels and family != "dmc":
-            raise ValueError(
-                f"pixels= renders dm_control cameras (dmc:<domain>-<task>); {family} envs "
-                "have no renderer here: drop it (MinAtar ids already give images)"
+            raise self._refuse(
+                "pixels",
+                f"False for {family} envs: pixels= renders dm_control cameras "
+                f"(dmc:<domain>-<task>) and {family} envs have no renderer here",
+                "drop it (MinAtar ids already give images)",
             )
-        if self.proprio and not self.pixels:
-            raise ValueError(
-                "proprio= adds the state features to rendered images: add pixels= (dmc ids), "
-                "or drop proprio (without pixels the observation is the state already)"
-            )
-        if self.atari_settings is not None and (
-            family != "atari" or self.atari_settings not in ("atari", "atari100k")
-        ):
-            raise ValueError(
+        if self.atari_settings is not None and family != "atari":
+            raise self._refuse(
+                "atari_settings",
+                f"None for {family} envs",
                 f"atari_settings={self.atari_settings!r} picks DreamerV3's Atari env block: "
-                "'atari' or 'atari100k', on atari:<Game> ids only"
+                "'atari' or 'atari100k', on atari:<Game> ids only",
             )
-        if self.pid_dt is not None and self.pid_error_fn is None:
-            raise ValueError("pid_dt= needs pid_error_fn=")
-        if self.n_envs is not None and (not isinstance(self.n_envs, int) or self.n_envs < 1):
-            raise ValueError(f"n_envs must be an int >= 1 or None, got {self.n_envs!r}")
-        if self.max_episode_steps is not None and self.max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {self.max_episode_steps}")
 
 
 @functools.cache
@@ -237,7 +283,8 @@ def make_env(env_id: str, **options: Any) -> JaxEnv | HostEnv:
     Returns a :class:`~ajax.environments.types.JaxEnv` (gymnax, playground, brax) or a
     :class:`~ajax.environments.types.HostEnv` (gymnasium, dmc); tell them apart with
     :func:`~ajax.environments.types.is_jax_env`. Unknown ids, unknown options and options
-    the family cannot take raise ValueError.
+    the family cannot take raise ValueError (bad options a :class:`~ajax.validation.ConfigError`
+    naming the option).
     """
     fields = {f.name for f in dataclasses.fields(EnvConfig)}
     unknown = sorted(set(options) - fields)

@@ -19,11 +19,13 @@ from typing import Any, ClassVar
 import numpy as np
 from flax import struct
 
+from ajax.validation import PYTHON_ARGUMENT, Validated, at_least, require
+
 Array = Any  # jax.Array or np.ndarray: the host path carries numpy arrays in the same fields.
 
 
 @dataclasses.dataclass(frozen=True)
-class Box:
+class Box(Validated):
     """A continuous action space: each entry of the action lies in ``[low[i], high[i]]``.
 
     Bounds are stored as tuples so the spec stays hashable and comparable; read them as
@@ -33,13 +35,24 @@ class Box:
     low: tuple[float, ...]
     high: tuple[float, ...]
 
-    def __post_init__(self):
-        if len(self.low) != len(self.high) or not self.low:
-            raise ValueError(
-                f"Box needs non-empty low and high of equal length, got {self.low}, {self.high}"
-            )
-        if any(lo > hi for lo, hi in zip(self.low, self.high, strict=True)):
-            raise ValueError(f"Box needs low <= high, got low={self.low}, high={self.high}")
+    ARGUMENT = PYTHON_ARGUMENT
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            len(self.low) == len(self.high) > 0,
+            "high",
+            f"as long as low (length {len(self.low)}), and not empty",
+            "pass Box(low=..., high=...) one bound per action entry, e.g. Box.from_arrays",
+        )
+        require(
+            self,
+            all(lo <= hi for lo, hi in zip(self.low, self.high, strict=True)),
+            "high",
+            f">= low entry by entry (low={self.low})",
+            "swap the bounds where low > high",
+        )
 
     @classmethod
     def from_arrays(cls, low, high, shape: tuple[int, ...] | None = None) -> Box:
@@ -60,14 +73,13 @@ class Box:
 
 
 @dataclasses.dataclass(frozen=True)
-class Discrete:
+class Discrete(Validated):
     """A discrete action space: an int32 scalar action in ``{0, ..., n - 1}``."""
 
     n: int
 
-    def __post_init__(self):
-        if self.n < 1:
-            raise ValueError(f"Discrete needs n >= 1, got {self.n}")
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"n": at_least(1)}
 
     @property
     def shape(self) -> tuple[()]:

@@ -1,22 +1,34 @@
 """Frozen configs of the networks toolbox: what a network acts in, how it is built and trained.
 
 All three are frozen dataclasses, hence hashable: valid jit-static arguments and module fields.
+They are checked by the shared validator (:class:`ajax.validation.Validated`) when built.
+``EnvConfig`` is the old name of :class:`EnvSpaces`, kept until 0.3.0.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from ajax.networks.actor_critic import CNNSpec
 from ajax.networks.memory import MemoryConfig, parse_memory_config
 from ajax.networks.pid_actor import PIDPolicy
+from ajax.validation import (
+    PYTHON_ARGUMENT,
+    Validated,
+    at_least,
+    between,
+    positive,
+    python_scalars,
+    require,
+)
 
 
 @dataclass(frozen=True)
-class EnvConfig:
-    """What a network needs to know about its environment.
+class EnvSpaces(Validated):
+    """An environment's observation and action spaces, as a network sees them.
 
     ``obs_shape`` is the observation's shape as the agent sees it (flattened to ``obs_dim``);
     ``action_dim`` the number of continuous action dimensions or of discrete actions;
@@ -33,20 +45,38 @@ class EnvConfig:
     action_high: tuple[float, ...] | None = None
     image_shape: tuple[int, int, int] | None = None
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"action_dim": positive(), "n_envs": positive()}
+
     def __post_init__(self):
         object.__setattr__(self, "obs_shape", tuple(self.obs_shape))
-        if self.action_dim <= 0 or self.n_envs <= 0:
-            raise ValueError(
-                f"action_dim and n_envs must be positive, got {self.action_dim}, {self.n_envs}"
-            )
+        python_scalars(self)
+        super().__post_init__()
+
+    def relations(self) -> None:
+        super().relations()
         if (self.action_low is None) != (self.action_high is None):
-            raise ValueError("give both action_low and action_high, or neither")
-        if self.image_shape is not None:
-            if len(self.image_shape) != 3 or math.prod(self.image_shape) > self.obs_dim:
-                raise ValueError(
-                    f"image_shape must be (H, W, C) with H*W*C <= obs_dim {self.obs_dim}, got "
-                    f"{self.image_shape}"
-                )
+            given, missing = (
+                ("action_low", "action_high")
+                if self.action_high is None
+                else ("action_high", "action_low")
+            )
+            require(
+                self,
+                False,
+                missing,
+                f"given with {given}: the box needs both bounds, or neither",
+                f"pass EnvSpaces({missing}=...) too, or drop {given}",
+            )
+        shape = self.image_shape
+        require(
+            self,
+            shape is None or (len(shape) == 3 and math.prod(shape) <= self.obs_dim),
+            "image_shape",
+            f"None or (H, W, C) with H*W*C <= obs_dim {self.obs_dim}",
+            f"pass EnvSpaces(image_shape=...) the (H, W, C) of the image packed first in "
+            f"obs_shape {self.obs_shape}, or None",
+        )
 
     @property
     def obs_dim(self) -> int:
@@ -54,8 +84,20 @@ class EnvConfig:
         return math.prod(self.obs_shape)
 
 
+def __getattr__(name: str) -> Any:
+    """``EnvConfig``: the old name of :class:`EnvSpaces`, deprecated until 0.3.0."""
+    if name == "EnvConfig":
+        warnings.warn(
+            "ajax.networks.config.EnvConfig is renamed EnvSpaces; the old name goes in 0.3.0",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return EnvSpaces
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass(frozen=True)
-class OptimizerConfig:
+class OptimizerConfig(Validated):
     """An optimizer as :func:`ajax.networks.utils.get_adam_tx` builds it (fields alike)."""
 
     learning_rate: float = 3e-4
@@ -67,15 +109,16 @@ class OptimizerConfig:
     per_member: bool = False
     optimizer: str = "adam"
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"learning_rate": positive(), "max_grad_norm": positive(optional=True)}
+
     def __post_init__(self):
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
-        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
-            raise ValueError(f"max_grad_norm must be positive or None, got {self.max_grad_norm}")
+        python_scalars(self)
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
-class NetworkConfig:
+class NetworkConfig(Validated):
     """Architecture of an actor-critic pair.
 
     Architectures are token sequences as :func:`ajax.networks.utils.parse_architecture` reads
@@ -105,19 +148,32 @@ class NetworkConfig:
     memory: MemoryConfig | None = None
     cnn: CNNSpec | None = None
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"n_quantiles": at_least(1), "critic_dropout": between(0.0, 1.0, hi_open=True)}
+
     def __post_init__(self):
         # Tuples keep the config hashable when the caller passed lists (or a memory dict).
         if not isinstance(self.actor_architecture, PIDPolicy):
             object.__setattr__(self, "actor_architecture", tuple(self.actor_architecture))
         object.__setattr__(self, "critic_architecture", tuple(self.critic_architecture))
         object.__setattr__(self, "memory", parse_memory_config(self.memory))
-        if self.n_quantiles < 1:
-            raise ValueError(f"n_quantiles must be >= 1, got {self.n_quantiles}")
-        if not 0.0 <= self.critic_dropout < 1.0:
-            raise ValueError(f"critic_dropout must be in [0, 1), got {self.critic_dropout}")
-        if self.log_std_bounds is not None and not self.log_std_bounds[0] < self.log_std_bounds[1]:
-            raise ValueError(
-                f"log_std_bounds must be (low, high), low < high: {self.log_std_bounds}"
-            )
-        if self.cnn is not None and not isinstance(self.cnn, CNNSpec):
-            raise TypeError(f"cnn must be a CNNSpec (see reference_cnn), got {self.cnn!r}")
+        python_scalars(self)
+        super().__post_init__()
+
+    def relations(self) -> None:
+        super().relations()
+        bounds = self.log_std_bounds
+        require(
+            self,
+            bounds is None or bounds[0] < bounds[1],
+            "log_std_bounds",
+            "None or (low, high) with low < high",
+            "pass NetworkConfig(log_std_bounds=(low, high)) with low < high, e.g. (-20.0, 2.0)",
+        )
+        require(
+            self,
+            self.cnn is None or isinstance(self.cnn, CNNSpec),
+            "cnn",
+            "None or a CNNSpec",
+            "pass NetworkConfig(cnn=reference_cnn(image_shape)) or another CNNSpec",
+        )

@@ -13,6 +13,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.networks.orthogonal import orthogonal
+from ajax.validation import (
+    PYTHON_ARGUMENT,
+    Validated,
+    field_error,
+    one_of,
+    positive,
+    python_scalars,
+    require,
+)
 
 Carry = tuple[Any, ...]
 KINDS = ("gru", "lstm", "transformer", "mamba")
@@ -34,7 +43,7 @@ class SSMState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class MemoryConfig:
+class MemoryConfig(Validated):
     """Everything that chooses and sizes a memory block (frozen: a flax field and jit-static).
 
     ``kind`` picks the architecture; ``hidden_size`` (H) is the output width and ``num_layers``
@@ -60,23 +69,42 @@ class MemoryConfig:
     final_norm: bool = True
     init: str | Callable[..., jax.Array] | None = None
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"kind": one_of(*KINDS), "hidden_size": positive(), "num_layers": positive()}
+    # Sizes of one kind only: checked for that kind, ignored by the others.
+    KIND_SIZES = {"transformer": ("window", "num_heads"), "mamba": ("d_state", "d_conv", "expand")}
+
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown memory kind {self.kind!r}; valid kinds: {', '.join(KINDS)}")
-        sizes = {"hidden_size": self.hidden_size, "num_layers": self.num_layers}
-        if self.kind == "transformer":
-            sizes |= {"window": self.window, "num_heads": self.num_heads}
-        if self.kind == "mamba":
-            sizes |= {"d_state": self.d_state, "d_conv": self.d_conv, "expand": self.expand}
-        for name, value in sizes.items():
-            if not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"MemoryConfig.{name} must be a positive int, got {value!r}")
-        if self.kind == "transformer" and self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"transformer hidden_size {self.hidden_size} is not divisible by num_heads "
-                f"{self.num_heads}; pick sizes with hidden_size % num_heads == 0"
+        python_scalars(self)  # numpy ints (np.int64) are taken, stored as Python ints
+        super().__post_init__()
+
+    def relations(self) -> None:
+        super().relations()
+        for name in self.KIND_SIZES.get(self.kind, ()):
+            require(
+                self,
+                getattr(self, name) >= 1,
+                name,
+                f"> 0 for kind {self.kind!r}",
+                f"pass MemoryConfig({name}=...) a positive int",
             )
-        kernel_init(self)  # a bad init string fails here, not at the network's first call
+        require(
+            self,
+            self.kind != "transformer" or self.hidden_size % self.num_heads == 0,
+            "num_heads",
+            f"a divisor of the transformer's hidden_size {self.hidden_size}",
+            "pick sizes with hidden_size % num_heads == 0",
+        )
+        try:
+            kernel_init(self)  # a bad init string fails here, not at the network's first call
+        except ValueError as err:
+            raise field_error(
+                "MemoryConfig",
+                "init",
+                self.init,
+                "an initializer ajax.networks.utils.parse_initialization reads",
+                f"{err}",
+            ) from err
 
     @property
     def ends_normalised(self) -> bool:

@@ -27,7 +27,7 @@ from ajax.networks.actor_critic import (
     check_log_std_head,
     reference_cnn,
 )
-from ajax.networks.config import EnvConfig, NetworkConfig, OptimizerConfig
+from ajax.networks.config import EnvSpaces, NetworkConfig, OptimizerConfig
 from ajax.networks.memory import Carry, MemoryConfig, init_carry
 from ajax.networks.pid_actor import PIDActor, PIDPolicy, check_pid_actor
 from ajax.networks.train_state import LoadedTrainState
@@ -99,7 +99,7 @@ def _tx(config: OptimizerConfig, max_timesteps: int | None) -> optax.GradientTra
     return get_adam_tx(**{**fields, "learning_rate": lr})
 
 
-def _critic(env_config: EnvConfig, config: NetworkConfig, num: int, action_value: bool, extra: int):
+def _critic(env_config: EnvSpaces, config: NetworkConfig, num: int, action_value: bool, extra: int):
     """The critic ensemble and the width of its input."""
     recurrent_q = action_value and config.memory is not None
     critic = Critic(
@@ -120,7 +120,7 @@ def _critic(env_config: EnvConfig, config: NetworkConfig, num: int, action_value
     return MultiCritic(critic, num=num), width
 
 
-def actor_module(env_config: EnvConfig, config: NetworkConfig, continuous: bool, action_dim: int):
+def actor_module(env_config: EnvSpaces, config: NetworkConfig, continuous: bool, action_dim: int):
     """The actor ``config`` describes: an :class:`Actor`, or a :class:`PIDActor` for a
     :class:`PIDPolicy` architecture (before any :class:`Squashed`/:class:`TanhMean` wrapper)."""
     policy = config.actor_architecture
@@ -148,7 +148,7 @@ def actor_module(env_config: EnvConfig, config: NetworkConfig, continuous: bool,
 
 def get_initialized_actor_critic(
     key,
-    env_config: EnvConfig,
+    env_config: EnvSpaces,
     actor_optimizer_config: OptimizerConfig,
     critic_optimizer_config: OptimizerConfig,
     network_config: NetworkConfig,
@@ -201,7 +201,7 @@ def get_initialized_actor_critic(
 
 def get_initialized_critic(
     key,
-    env_config: EnvConfig,
+    env_config: EnvSpaces,
     critic_optimizer_config: OptimizerConfig,
     network_config: NetworkConfig,
     num_critics: int = 2,

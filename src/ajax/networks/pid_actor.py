@@ -40,13 +40,14 @@ import jax
 import jax.numpy as jnp
 
 from ajax.networks.utils import parse_architecture
+from ajax.validation import PYTHON_ARGUMENT, Validated, at_least, field_error, one_of, require
 
 Array = jax.Array
 GAIN_KINDS = ("fixed", "observation")
 
 
 @dataclasses.dataclass(frozen=True)
-class PIDPolicy:
+class PIDPolicy(Validated):
     """A PID actor, passed as an agent's ``actor_architecture``.
 
     Attributes:
@@ -63,25 +64,31 @@ class PIDPolicy:
     gains: str = "fixed"
     architecture: tuple = ()
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {"n_errors": at_least(1), "gains": one_of(*GAIN_KINDS)}
+
     def __post_init__(self):
-        if isinstance(self.n_errors, bool) or not isinstance(self.n_errors, int):
-            raise TypeError(f"PIDPolicy.n_errors must be an int, got {self.n_errors!r}")
-        if self.n_errors < 1:
-            raise ValueError(f"PIDPolicy.n_errors must be >= 1, got {self.n_errors}")
-        if self.gains not in GAIN_KINDS:
-            raise ValueError(f"PIDPolicy.gains must be one of {GAIN_KINDS}, got {self.gains!r}")
-        if isinstance(self.architecture, str):
-            raise TypeError(
-                f"PIDPolicy.architecture is a sequence of layer tokens, got the string "
-                f"{self.architecture!r}; write e.g. ('64', 'relu')"
+        if isinstance(self.architecture, str):  # tuple() would split it into characters
+            raise field_error(
+                "PIDPolicy",
+                "architecture",
+                self.architecture,
+                "a sequence of layer tokens, not a string",
+                "write e.g. PIDPolicy(architecture=('64', 'relu'))",
             )
         # A tuple keeps the policy hashable (a flax module field, a jit-static argument).
         object.__setattr__(self, "architecture", tuple(self.architecture))
-        if self.gains == "fixed" and self.architecture:
-            raise ValueError(
-                "PIDPolicy(gains='fixed') has no gain network, so architecture must be empty; "
-                "use gains='observation' for an MLP over the observation"
-            )
+        super().__post_init__()
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            self.gains != "fixed" or not self.architecture,
+            "architecture",
+            "empty with gains='fixed', which has no gain network",
+            "use gains='observation' for an MLP over the observation, or drop architecture",
+        )
 
 
 def pid_terms(obs: Array, n_errors: int) -> Array:

@@ -15,7 +15,6 @@ import jax
 import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
-from ajax.training.config import LoopConfig
 from ajax.training.distributed import to_host
 from ajax.training.loop import Policy, evaluate, stateless
 from ajax.training.memory import check_replay_fits, device_bytes, host_bytes
@@ -133,8 +132,7 @@ class Algorithm:
             raise TypeError(
                 f"{self.name} needs a {self.config_cls.__name__}, got {type(self.config).__name__}"
             )
-        # TD-MPC2's config is no LoopConfig: it wraps its JAX envs itself (agents/tdmpc2 repeated)
-        repeat = self.config.action_repeat if isinstance(self.config, LoopConfig) else 1
+        repeat = self.config.action_repeat
         if repeat != 1:  # an env option, so host simulators repeat (and stop) themselves
             if not isinstance(env, str):
                 raise ValueError("action_repeat applies to an env id; wrap an env object yourself")

@@ -26,7 +26,13 @@ from collections.abc import Callable
 from ajax.environments.types import HostEnv
 from ajax.jax_helpers import lockstep, tree_select, zeros_like_shapes
 from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
-from ajax.training.config import LoopConfig, OffPolicyConfig
+from ajax.training.config import (
+    Discounted,
+    LoopConfig,
+    OffPolicyConfig,
+    ReplayConfig,
+    SequenceReplayConfig,
+)
 from ajax.training.host_loop import HostOnPolicyRun, HostReplayRun
 from ajax.training.loop import Loop, evaluate, make_loop
 from ajax.training.memory import replay_bytes
@@ -151,8 +157,11 @@ __all__ = [
     "Chunks",
     "Clock",
     "Loop",
+    "Discounted",
     "LoopConfig",
     "OffPolicyConfig",
+    "ReplayConfig",
+    "SequenceReplayConfig",
     "OffPolicyAgent",
     "OffPolicyAlgorithm",
     "OnPolicyAgent",

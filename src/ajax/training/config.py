@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ajax.validation import Validated, nonnegative, positive, require
+from ajax.validation import Validated, between, nonnegative, one_of, positive, require
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class LoopConfig(Validated):
     }
 
     def relations(self) -> None:
+        super().relations()  # cooperative: composed pieces (Discounted, ...) may add rules
         require(
             self,
             self.eval_freq >= self.n_envs,
@@ -45,27 +46,68 @@ class LoopConfig(Validated):
 
 
 @dataclass(frozen=True)
-class OffPolicyConfig(LoopConfig):
-    """Replay settings of the off-policy agents (SAC, TD3, DQN, REDQ, CrossQ).
+class Discounted(Validated):
+    """The discount of an agent with a discounted return (a piece its config composes in; the
+    average-reward agents, ASAC and APO, leave it out).
 
     Attributes:
-        buffer_size: replay capacity in transitions (all envs together).
-        batch_size: transitions per gradient step.
+        gamma: discount.
+    """
+
+    gamma: float = 0.99
+
+    RULES = {"gamma": between(0.0, 1.0)}
+
+
+@dataclass(frozen=True)
+class ReplayConfig(LoopConfig):
+    """Settings of every agent on the shared replay loop (:mod:`ajax.training.loop`).
+
+    Attributes:
+        buffer_size: replay capacity (transitions, or rows of a sequence replay; all envs
+            together).
+        batch_size: replay items per gradient step (transitions, or sequences of a sequence
+            replay).
+    """
+
+    buffer_size: int = 1_000_000
+    batch_size: int = 256
+
+    RULES = {"buffer_size": positive(), "batch_size": positive()}
+
+
+@dataclass(frozen=True)
+class SequenceReplayConfig(ReplayConfig):
+    """A sequence replay (:mod:`ajax.buffers.sequence`), whose rows may live in host memory.
+
+    Attributes:
+        replay_on: "device" keeps the replay with the run; "host" keeps every row field but the
+            flags in host memory (:mod:`ajax.buffers.host_store`), for replays larger than the
+            accelerator's memory.
+    """
+
+    replay_on: str = "device"
+
+    RULES = {"replay_on": one_of("device", "host")}
+
+
+@dataclass(frozen=True)
+class OffPolicyConfig(ReplayConfig):
+    """The SARS' transition agents' settings (SAC, TD3, DQN, REDQ, CrossQ, ASAC): an item
+    replay in device memory (no ``replay_on``), random actions first, then update phases.
+
+    Attributes:
         learning_starts: env steps of uniformly random actions before the first update.
         train_freq: env steps (per env) between update phases.
         gradient_steps: gradient steps per update phase (the update-to-data ratio with
             ``train_freq=1, n_envs=1``).
     """
 
-    buffer_size: int = 1_000_000
-    batch_size: int = 256
     learning_starts: int = 1_000
     train_freq: int = 1
     gradient_steps: int = 1
 
     RULES = {
-        "buffer_size": positive(),
-        "batch_size": positive(),
         "train_freq": positive(),
         "gradient_steps": positive(),
         "learning_starts": nonnegative(),

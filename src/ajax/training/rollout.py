@@ -9,13 +9,13 @@ import numpy as np
 
 from ajax.environments.utils import agent_action_to_env
 from ajax.jax_helpers import lockstep  # noqa: F401  (re-exported: the loops' old import)
-from ajax.networks.config import EnvConfig
+from ajax.networks.config import EnvSpaces
 
 
-def env_config_of(env, n_envs: int = 1) -> EnvConfig:
-    """The networks toolbox's :class:`EnvConfig` of ``env`` (its spec, ``n_envs`` copies)."""
+def env_config_of(env, n_envs: int = 1) -> EnvSpaces:
+    """The networks toolbox's :class:`EnvSpaces` of ``env`` (its spec, ``n_envs`` copies)."""
     spec = env.spec
-    return EnvConfig(
+    return EnvSpaces(
         obs_shape=tuple(spec.observation_shape),
         action_dim=spec.action_dim,
         continuous=not spec.discrete,

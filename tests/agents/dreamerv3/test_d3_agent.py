@@ -159,8 +159,8 @@ class ProbeSim:
 
 
 PROBE = dict(
-    batch_size=8, batch_length=8, train_ratio=64.0, lr=1e-3, warmup=10, eval_freq=400,
-    eval_episodes=4, horizon=2.0,
+    batch_size=8, batch_length=8, train_ratio=64.0, learning_rate=1e-3, warmup=10,
+    eval_freq=400, eval_episodes=4, horizon=2.0,
 )  # fmt: skip
 
 

@@ -141,8 +141,8 @@ def _config(d) -> DreamerV3Config:
     hp = lambda k: int(d[f"hp/{k}"])
     return DreamerV3Config.preset(
         "1m", deter=hp("deter"), hidden=hp("hidden"), classes=hp("classes"), units=hp("units"),
-        depth=hp("depth"), stoch=hp("stoch"), lr=float(d["hp/lr"]), warmup=hp("warmup"),
-        batch_size=hp("batch_size"), batch_length=hp("batch_length"),
+        depth=hp("depth"), stoch=hp("stoch"), learning_rate=float(d["hp/lr"]),
+        warmup=hp("warmup"), batch_size=hp("batch_size"), batch_length=hp("batch_length"),
         imag_length=hp("imag_length"),
     )  # fmt: skip
 
@@ -272,7 +272,7 @@ def _assert_step(name, new, expected, atol, rtol=3e-7):
 
 def test_every_parameter_and_moment_after_the_step(replayed):
     new, before, expected = replayed["new"], replayed["before"], replayed["expected"]
-    lr = replayed["cfg"].lr * 3 / 8  # the recorded step is on the warm-up ramp
+    lr = replayed["cfg"].learning_rate * 3 / 8  # the recorded step is on the warm-up ramp
     moved = jax.tree.map(lambda a, b: np.abs(a - b).max(), expected.params, before.params)
     assert max(jax.tree.leaves(moved)) > 0.5 * lr  # the step is far above the tolerance
     _assert_step("params", new.params, expected.params, atol=2e-4 * lr)

@@ -245,9 +245,9 @@ def test_b15_initial_state_is_zeros():
 
 
 def test_b15_bad_config_and_inputs_raise():
-    with pytest.raises(ValueError, match="divide deter"):
+    with pytest.raises(ValueError, match="a divisor of deter"):
         RSSMConfig(deter=10, hidden=8, classes=4, action_dim=2, blocks=4)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="hidden = 0 is invalid: it must be > 0"):
         RSSMConfig(deter=16, hidden=0, classes=4, action_dim=2, blocks=4)
     with pytest.raises(TypeError, match="integer"):
         embed_action(jnp.zeros((2,)), _tiny(True))

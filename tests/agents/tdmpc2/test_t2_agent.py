@@ -16,7 +16,7 @@ from ajax.agents.tdmpc2 import (
     draw_act_noise,
 )
 from ajax.agents.tdmpc2.act import act, plan_one
-from ajax.agents.tdmpc2.agent import can_sample, repeated, replay_agent, sample_batch
+from ajax.agents.tdmpc2.agent import can_sample, replay_agent, sample_batch
 from ajax.agents.tdmpc2.update import init_state
 from ajax.buffers import sequence
 from ajax.environments import make_env
@@ -168,7 +168,7 @@ def test_t2_a_round_of_episodes_is_sampleable_from_the_next_ticks_updates():
     """DESIGN.md 4.4 (open item O1, closed): the updates of the tick that ends an episode do not
     see it, those of the following tick do, as online_trainer.py adds a finished episode at the
     top of the next iteration, after the update of the step that ended it."""
-    env = repeated(CFG, make_env("Pendulum-v1"))
+    env = make_env("Pendulum-v1", action_repeat=CFG.action_repeat)
     agent = replay_agent(CFG, env, 100)
     obs, no = jnp.zeros((1, env.spec.observation_shape[0])), jnp.zeros((1,), bool)
     tick = Tick(obs, jnp.zeros((1,)), ~no, no, no)

@@ -52,7 +52,7 @@ def update(config: APOConfig, state: APOState, rollout: Rollout, last_obs, key):
     rho = losses.reward_rate_estimate(state.rho, rollout.reward, config.rho_step)
     v = lambda obs: ppo.value_of(state, state.critic_state.params, obs)
     differential = rollout._replace(reward=rollout.reward - rho)
-    adv = ppo.advantages(config, differential, values_at_cuts(v, rollout), v(last_obs))
+    adv = ppo.advantages(config, differential, values_at_cuts(v, rollout), v(last_obs), 1.0)
     clip = optax.clip_by_global_norm(config.max_grad_norm)
     state, metrics = ppo.fit(config, state.replace(rho=rho), differential, adv, key, apo_loss,
                              lambda g: clip.update(g, optax.EmptyState())[0])  # fmt: skip

@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticConfig
+from ajax.agents.shared.soft_actor_critic_config import (
+    CriticNorm,
+    SoftActorCriticBase,
+    TargetCritic,
+)
 from ajax.modules.pid_actor import pid_python_only
-from ajax.validation import positive, require
+from ajax.validation import positive
 
 
 @dataclass(frozen=True)
-class ASACConfig(SoftActorCriticConfig):
+class ASACConfig(SoftActorCriticBase, TargetCritic, CriticNorm):
     """SAC for the average-reward criterion: no discount; the critics learn the differential
     soft Q-function and a scalar ``rho`` the soft reward rate (docs/model_free.md M9).
 
@@ -25,19 +29,18 @@ class ASACConfig(SoftActorCriticConfig):
         max_grad_norm: per-critic gradient-norm clip (None: off).
     """
 
-    gamma: float = 1.0
     rho_lr: float = 0.01
     max_grad_norm: float | None = 10.0
 
     PRETRAINS: ClassVar[bool] = False  # its critic is differential, not a discounted return
     PYTHON_ONLY: ClassVar[dict[str, str]] = {
-        **SoftActorCriticConfig.PYTHON_ONLY,
+        **SoftActorCriticBase.PYTHON_ONLY,
         **pid_python_only("ASAC", "ASACConfig"),
     }
 
-    RULES = {"rho_lr": positive(), "max_grad_norm": positive(optional=True)}
+    REFUSED_FLAGS: ClassVar[dict[str, str]] = {
+        "gamma": "does not apply: ASAC is undiscounted (it learns the average reward rate); "
+        "drop --gamma, or use sac for a discounted return",
+    }
 
-    def relations(self) -> None:
-        super().relations()
-        require(self, self.gamma == 1.0, "gamma", "1.0: ASAC is undiscounted",
-                "drop gamma, or use SAC for a discounted return")  # fmt: skip
+    RULES = {"rho_lr": positive(), "max_grad_norm": positive(optional=True)}

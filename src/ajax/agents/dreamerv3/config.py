@@ -19,7 +19,7 @@ from typing import ClassVar
 from ajax.agents.dreamerv3 import protocols
 from ajax.agents.dreamerv3.networks import RSSMConfig
 from ajax.distributional import TwoHot
-from ajax.training.api import LoopConfig
+from ajax.training.api import SequenceReplayConfig
 from ajax.validation import Rule, at_least, between, nonnegative, one_of, positive, require
 
 # configs.yaml size presets: (deter, hidden, classes, units). The CNN depth equals units / 16
@@ -60,7 +60,7 @@ class Architecture:
 
 
 @dataclasses.dataclass(frozen=True)
-class DreamerV3Config(LoopConfig):
+class DreamerV3Config(SequenceReplayConfig):
     """DreamerV3 (configs.yaml ``defaults``; paper Table 4).
 
     Attributes:
@@ -83,7 +83,9 @@ class DreamerV3Config(LoopConfig):
         lam: lambda of the returns (0.95). actent: entropy bonus (3e-4).
         slowreg: weight of the regulariser towards the slow critic; slow_rate: its EMA rate.
         retnorm_rate, retnorm_limit: the return normaliser (percentile EMA rate, scale floor).
-        lr, agc, eps, beta1, beta2, warmup: LaProp with per-tensor AGC (configs.yaml opt).
+        learning_rate, agc, eps, beta1, beta2, warmup: LaProp with per-tensor AGC (configs.yaml
+            opt; its ``lr`` is ``learning_rate`` here, called ``lr`` up to 0.2.0, see
+            ``RENAMED``).
         scale_*: loss scales (configs.yaml loss_scales: rec, rew, con, dyn 1; rep 0.1;
             policy, value 1; repval 0.3).
         minstd, maxstd: bounded-normal std range of continuous policies.
@@ -123,7 +125,6 @@ class DreamerV3Config(LoopConfig):
     replay_context: int = 1
     train_ratio: float = 32.0
     buffer_size: int = 5_000_000
-    replay_on: str = "device"
     imag_length: int = 15
     horizon: float = 333.0
     lam: float = 0.95
@@ -132,7 +133,7 @@ class DreamerV3Config(LoopConfig):
     slow_rate: float = 0.02
     retnorm_rate: float = 0.01
     retnorm_limit: float = 1.0
-    lr: float = 4e-5
+    learning_rate: float = 4e-5
     agc: float = 0.3
     eps: float = 1e-20
     beta1: float = 0.9
@@ -166,9 +167,12 @@ class DreamerV3Config(LoopConfig):
         "eval_policy": "whether DreamerV3's evaluation samples or takes the mode",
     }
 
+    # old field name -> new: still taken from the command line (with a warning) and from the
+    # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
+    RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
+
     RULES = {
         "model_size": one_of(*MODEL_SIZES),
-        "replay_on": one_of("device", "host"),
         "eval_policy": one_of("mode", "sample"),
         "protocol": Rule(choices=tuple(protocols.PROTOCOLS), optional=True),
         **{
@@ -195,7 +199,7 @@ class DreamerV3Config(LoopConfig):
         "unimix": between(0.0, 1.0, hi_open=True),
         **{name: between(0.0, 1.0, hi_open=True) for name in ("beta1", "beta2")},
         **{name: between(0.0, 1.0) for name in ("lam", "slow_rate", "retnorm_rate")},
-        **{name: positive() for name in ("lr", "retnorm_limit", "minstd", "maxstd")},
+        **{name: positive() for name in ("learning_rate", "retnorm_limit", "minstd", "maxstd")},
         **{
             name: nonnegative()
             for name in (

@@ -21,6 +21,16 @@ import jax.numpy as jnp
 
 from ajax.networks.blocks import NormedMLP, linear
 from ajax.networks.utils import trunc_normal_fan_in
+from ajax.validation import (
+    PYTHON_ARGUMENT,
+    Validated,
+    at_least,
+    between,
+    nonnegative,
+    positive,
+    python_scalars,
+    require,
+)
 
 sg = jax.lax.stop_gradient
 
@@ -87,7 +97,7 @@ def block_gru_gates(x: jax.Array, blocks: int) -> tuple[jax.Array, jax.Array, ja
 
 
 @dataclasses.dataclass(frozen=True)
-class RSSMConfig:
+class RSSMConfig(Validated):
     """Sizes of DreamerV3's RSSM (configs.yaml:91 and the size presets :120-153).
 
     Attributes:
@@ -116,18 +126,27 @@ class RSSMConfig:
     obs_layers: int = 1
     dyn_layers: int = 1
 
+    ARGUMENT = PYTHON_ARGUMENT
+    RULES = {
+        **{name: positive() for name in ("deter", "hidden", "action_dim", "stoch", "blocks")},
+        "classes": at_least(2),
+        "unimix": between(0.0, 1.0, hi_open=True),
+        **{name: nonnegative() for name in ("img_layers", "obs_layers", "dyn_layers")},
+    }
+
     def __post_init__(self):
-        for name in ("deter", "hidden", "classes", "action_dim", "stoch", "blocks"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"RSSMConfig.{name} must be positive, got {getattr(self, name)}.")
-        if self.deter % self.blocks:
-            raise ValueError(f"blocks ({self.blocks}) must divide deter ({self.deter}).")
-        if self.classes < 2:
-            raise ValueError(f"classes must be >= 2, got {self.classes}.")
-        if not 0.0 <= self.unimix < 1.0:
-            raise ValueError(f"unimix must be in [0, 1), got {self.unimix}.")
-        if min(self.img_layers, self.obs_layers, self.dyn_layers) < 0:
-            raise ValueError("img_layers, obs_layers and dyn_layers must be >= 0.")
+        python_scalars(self)
+        super().__post_init__()
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            self.deter % self.blocks == 0,
+            "blocks",
+            f"a divisor of deter ({self.deter}): the GRU splits its state into equal blocks",
+            "pass RSSMConfig(blocks=...) a divisor of deter, e.g. 8 for deter 2048",
+        )
 
     @classmethod
     def size12m(cls, action_dim: int, discrete_actions: bool = False) -> RSSMConfig:

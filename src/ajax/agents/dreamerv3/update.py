@@ -43,7 +43,9 @@ class ActCarry(flax.struct.PyTreeNode):
 
 
 def optimiser(cfg: DreamerV3Config) -> optax.GradientTransformation:
-    return laprop_agc(cfg.lr, cfg.warmup, cfg.agc, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps)
+    return laprop_agc(
+        cfg.learning_rate, cfg.warmup, cfg.agc, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps
+    )
 
 
 def init_state(cfg: DreamerV3Config, nets: Nets, key, obs_dim: int) -> DreamerV3State:

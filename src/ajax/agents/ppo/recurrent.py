@@ -107,7 +107,7 @@ def update(config: PPOConfig, state: PPOState, rollout: Rollout, end: RolloutEnd
     """GAE from the collected values, then minibatch epochs over whole env sequences, each
     replayed through both cells from the carry it started with."""
     v_final, v_last = _bootstrap_values(state, rollout, end)
-    adv = advantages(config, rollout, v_final, v_last)
+    adv = advantages(config, rollout, v_final, v_last, config.gamma)
     batch = Batch(rollout.obs, rollout.action, rollout.log_prob, rollout.value, adv,
                   adv + rollout.value)  # fmt: skip
     env_major = lambda x: jnp.swapaxes(x, 0, 1)

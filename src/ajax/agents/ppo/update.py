@@ -58,5 +58,5 @@ def init(config: PPOConfig, key, env, total_updates: int | None = None) -> PPOSt
 def update(config: PPOConfig, state: PPOState, rollout: Rollout, last_obs, key):
     """GAE over the rollout, then ``num_epochs`` passes of ``num_minibatches`` Adam steps."""
     v = lambda obs: value_of(state, state.critic_state.params, obs)
-    adv = advantages(config, rollout, values_at_cuts(v, rollout), v(last_obs))
+    adv = advantages(config, rollout, values_at_cuts(v, rollout), v(last_obs), config.gamma)
     return fit(config, state, rollout, adv, key)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from ajax.agents.shared import proximal_policy_losses as losses
 from ajax.agents.shared.minibatch import minibatch_epochs
-from ajax.agents.shared.proximal_policy_config import ProximalPolicyConfig
+from ajax.agents.shared.proximal_policy_config import ProximalPolicyBase
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
@@ -27,7 +27,7 @@ class PPOState(flax.struct.PyTreeNode):
     critic_state: LoadedTrainState
 
 
-def network_config(config: ProximalPolicyConfig) -> NetworkConfig:
+def network_config(config: ProximalPolicyBase) -> NetworkConfig:
     """CleanRL's PPO networks: orthogonal init (sqrt 2 hidden, 0.01 policy, 1.0 value heads),
     a state-independent log-std at 0, two ``hidden`` layers of ``activation``."""
     arch = (str(config.hidden), config.activation, str(config.hidden), config.activation)
@@ -44,7 +44,7 @@ def network_config(config: ProximalPolicyConfig) -> NetworkConfig:
     )
 
 
-def init_state(config: ProximalPolicyConfig, key, env, total_updates: int | None,
+def init_state(config: ProximalPolicyBase, key, env, total_updates: int | None,
                opt: OptimizerConfig, actor=None) -> PPOState:  # fmt: skip
     """A PPO-family state on :func:`network_config` with ``opt`` for both networks; ``actor``
     (a wrapped :func:`~ajax.networks.networks.actor_module`) replaces the plain actor."""
@@ -96,7 +96,7 @@ class Batch(NamedTuple):
     ret: jax.Array
 
 
-def ppo_loss(config: ProximalPolicyConfig, pi, v, mb: Batch):
+def ppo_loss(config: ProximalPolicyBase, pi, v, mb: Batch):
     """Clipped surrogate + clipped value loss - entropy bonus, given the current policy ``pi``
     and values ``v`` at ``mb.obs`` (feedforward or replayed through memory)."""
     adv = mb.adv
@@ -110,13 +110,13 @@ def ppo_loss(config: ProximalPolicyConfig, pi, v, mb: Batch):
     return loss, {**m_pg, **m_v, "entropy": entropy, "loss": loss}
 
 
-def advantages(config: ProximalPolicyConfig, rollout: Rollout, v_cut, v_last):
+def advantages(config: ProximalPolicyBase, rollout: Rollout, v_cut, v_last, gamma: float):
     """GAE over ``rollout`` given V at the true last obs of every step a time limit cut
     (``v_cut``, [T, N], :func:`~ajax.training.on_policy.values_at_cuts`) and at the obs after
     the rollout (``v_last``, [N]): a truncation bootstraps from its true last obs, any other
-    step from the next state's value."""
+    step from the next state's value; ``gamma`` is the discount (1 for APO)."""
     done = rollout.terminated | rollout.truncated
-    discount = config.gamma * (1.0 - rollout.terminated.astype(jnp.float32))
+    discount = gamma * (1.0 - rollout.terminated.astype(jnp.float32))
     return losses.gae_advantages(
         rollout.reward,
         rollout.value,
@@ -127,7 +127,7 @@ def advantages(config: ProximalPolicyConfig, rollout: Rollout, v_cut, v_last):
     )
 
 
-def actor_critic_epochs(config: ProximalPolicyConfig, state: PPOState, data, loss_fn, key,
+def actor_critic_epochs(config: ProximalPolicyBase, state: PPOState, data, loss_fn, key,
                         clip_grads=lambda grads: grads):  # fmt: skip
     """``num_epochs`` passes of ``num_minibatches`` Adam steps on ``loss_fn(state, params, mb)``
     (:func:`~ajax.agents.shared.minibatch.minibatch_epochs`), ``params`` the (actor, critic)
@@ -150,7 +150,7 @@ def actor_critic_epochs(config: ProximalPolicyConfig, state: PPOState, data, los
     return minibatch_epochs(config, state, data, step, key)
 
 
-def fit(config: ProximalPolicyConfig, state: PPOState, rollout: Rollout, adv, key,
+def fit(config: ProximalPolicyBase, state: PPOState, rollout: Rollout, adv, key,
         loss=ppo_loss, clip_grads=lambda grads: grads):  # fmt: skip
     """The minibatch epochs of a feedforward rollout with its advantages ``adv`` ([T, N]) on
     ``loss(config, pi, v, mb)``: returns are ``adv + value``, samples flattened and shuffled."""

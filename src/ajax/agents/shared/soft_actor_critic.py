@@ -16,7 +16,7 @@ import optax
 
 from ajax.agents.shared import guidance
 from ajax.agents.shared import soft_actor_critic_losses as losses
-from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticConfig
+from ajax.agents.shared.soft_actor_critic_config import SoftActorCriticBase
 from ajax.networks.config import NetworkConfig, OptimizerConfig
 from ajax.networks.networks import action_value_input, get_initialized_actor_critic, predict_value
 from ajax.networks.train_state import LoadedTrainState
@@ -35,7 +35,7 @@ class SACState(flax.struct.PyTreeNode):
     expert_critic_params: Any
 
 
-def init(config: SoftActorCriticConfig, key, env) -> SACState:
+def init(config: SoftActorCriticBase, key, env) -> SACState:
     """Fresh SAC state: 2 x ``hidden`` ReLU MLPs, squashed Gaussian actor, Q ensemble; fitted
     to the config's expert first when it sets ``pretrain``."""
     opt = OptimizerConfig(learning_rate=config.learning_rate, eps=1e-8)
@@ -45,13 +45,13 @@ def init(config: SoftActorCriticConfig, key, env) -> SACState:
     return state
 
 
-def critic_mlp(config: SoftActorCriticConfig) -> tuple:
+def critic_mlp(config: SoftActorCriticBase) -> tuple:
     """``hidden`` x 2 ReLU, with the config's ``critic_norm`` after each hidden layer."""
     norm = () if config.critic_norm is None else (config.critic_norm,)
     return (str(config.hidden), *norm, "relu") * 2
 
 
-def network_config(config: SoftActorCriticConfig, critic_architecture: tuple) -> NetworkConfig:
+def network_config(config: SoftActorCriticBase, critic_architecture: tuple) -> NetworkConfig:
     """SAC's networks (lecun-normal layers, Dense log-std head at bias 0) around the given
     critic MLP; the actor is ``hidden`` x 2 ReLU or the config's PID."""
     arch = (str(config.hidden), "relu", str(config.hidden), "relu")
@@ -65,7 +65,7 @@ def network_config(config: SoftActorCriticConfig, critic_architecture: tuple) ->
     )
 
 
-def init_state(config: SoftActorCriticConfig, key, env, net: NetworkConfig,
+def init_state(config: SoftActorCriticBase, key, env, net: NetworkConfig,
                actor_opt: OptimizerConfig, critic_opt: OptimizerConfig) -> SACState:  # fmt: skip
     """A SAC-family state on ``net``: squashed actor, ``num_critics`` Qs with a target copy,
     and the temperature at ``init_alpha`` (SAC, REDQ, CrossQ, ASAC)."""
@@ -94,11 +94,11 @@ def actor_network(config, arch: tuple) -> dict:
             "log_std_kernel_init": "lecun_normal"}  # fmt: skip
 
 
-def alpha_tx(config: SoftActorCriticConfig):
+def alpha_tx(config: SoftActorCriticBase):
     return optax.adam(config.learning_rate, eps=1e-8)
 
 
-def target_entropy_of(config: SoftActorCriticConfig, action_dim: int) -> float:
+def target_entropy_of(config: SoftActorCriticBase, action_dim: int) -> float:
     return -float(action_dim) if config.target_entropy is None else config.target_entropy
 
 

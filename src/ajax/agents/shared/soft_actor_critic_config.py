@@ -1,6 +1,10 @@
 """The soft actor-critic family's configuration (Haarnoja et al., arXiv:1812.05905; defaults of
-stable-baselines3's SAC): the base of ``SACConfig``, ``REDQConfig``, ``CrossQConfig`` and
-``ASACConfig``."""
+stable-baselines3's SAC), composed of pieces: :class:`SoftActorCriticBase` (what every member
+has), :class:`~ajax.training.api.Discounted` (gamma), :class:`TargetCritic` (tau) and
+:class:`CriticNorm` (critic_norm). ``SACConfig`` and ``REDQConfig`` take them all
+(:class:`SoftActorCriticConfig`); CrossQ, which has no target network and always BatchRenorm
+critics, leaves out ``TargetCritic`` and ``CriticNorm``; ASAC, which is undiscounted, leaves out
+``Discounted``."""
 
 from __future__ import annotations
 
@@ -9,18 +13,55 @@ from typing import ClassVar
 
 from ajax.agents.shared.guidance import ExpertImitation, MCPretrain
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
-from ajax.training.api import OffPolicyConfig
-from ajax.validation import Rule, at_least, between, positive, require
+from ajax.training.api import Discounted, OffPolicyConfig
+from ajax.validation import Rule, Validated, at_least, between, positive, require
 
 
 @dataclass(frozen=True)
-class SoftActorCriticConfig(OffPolicyConfig):
-    """Soft actor-critic with automatic entropy tuning: SAC's fields, defaults and rules.
+class TargetCritic(Validated):
+    """A target critic tracking the critics by an EMA (a piece of the family's configs).
+
+    Attributes:
+        tau: target-critic EMA rate (SB3: 0.005).
+    """
+
+    tau: float = 0.005
+
+    RULES = {"tau": between(0.0, 1.0, lo_open=True)}
+
+
+@dataclass(frozen=True)
+class CriticNorm(Validated):
+    """An optional normalisation after each critic hidden layer (a piece of the family's configs;
+    CrossQ's critics are always BatchRenorm, which its update trains).
+
+    Attributes:
+        critic_norm: None, or "layernorm" after each critic hidden layer (RLPD's critic).
+    """
+
+    critic_norm: str | None = None
+
+    RULES = {"critic_norm": Rule(choices=("layernorm", "batchrenorm"), optional=True)}
+
+    def relations(self) -> None:
+        super().relations()
+        require(
+            self,
+            self.critic_norm != "batchrenorm",
+            "critic_norm",
+            f"None or 'layernorm': {type(self).__name__.removesuffix('Config')} cannot train "
+            "BatchRenorm's running statistics (only CrossQ's joint batch does)",
+            "use crossq for BatchRenorm critics, or --critic-norm layernorm",
+        )
+
+
+@dataclass(frozen=True)
+class SoftActorCriticBase(OffPolicyConfig):
+    """Soft actor-critic with automatic entropy tuning: the fields, defaults and rules every
+    member of the family has (SAC's; see the module docstring for gamma and tau).
 
     Attributes:
         learning_rate: Adam step size of actor, critics and temperature (SB3: 3e-4).
-        gamma: discount.
-        tau: target-critic EMA rate (SB3: 0.005).
         num_critics: size of the Q ensemble; the target takes the min over all members.
         hidden: width of the two hidden layers of actor and critics.
         init_alpha: initial temperature (SB3 ``ent_coef="auto"`` starts at 1.0).
@@ -29,8 +70,6 @@ class SoftActorCriticConfig(OffPolicyConfig):
         actor_architecture: None (the MLP above), or a :class:`~ajax.modules.pid_actor.PIDPolicy`:
             the actor is then a PID controller with learned gains on the error terms a
             ``make_env(..., pid_error_fn=...)`` env puts first (spec 002; Python API only).
-        critic_norm: None, or "layernorm" after each critic hidden layer (RLPD's critic).
-            "batchrenorm" only where the update trains its statistics (CrossQ).
         pretrain: None, or an :class:`~ajax.agents.shared.guidance.MCPretrain`: before learning,
             fit the critics on a known expert's Monte-Carlo returns and clone its actions into
             the actor (spec 002's expert guidance; Python API only, JAX envs only).
@@ -39,20 +78,15 @@ class SoftActorCriticConfig(OffPolicyConfig):
     """
 
     learning_rate: float = 3e-4
-    gamma: float = 0.99
-    tau: float = 0.005
     num_critics: int = 2
     hidden: int = 256
     init_alpha: float = 1.0
     target_entropy: float | None = None
     log_std_bounds: tuple[float, float] = (-20.0, 2.0)
     actor_architecture: PIDPolicy | None = None
-    critic_norm: str | None = None
     pretrain: MCPretrain | None = None
     imitation: ExpertImitation | None = None
 
-    # Whether the update threads BatchRenorm's running statistics (CrossQ's joint batch does).
-    TRAINS_BATCH_STATS: ClassVar[bool] = False
     # Whether init fits an MCPretrain (a discounted Q ensemble without running statistics).
     PRETRAINS: ClassVar[bool] = True
     PYTHON_ONLY: ClassVar[dict[str, str]] = {
@@ -65,12 +99,9 @@ class SoftActorCriticConfig(OffPolicyConfig):
 
     RULES = {
         "learning_rate": positive(),
-        "gamma": between(0.0, 1.0),
-        "tau": between(0.0, 1.0, lo_open=True),
         "num_critics": at_least(1),
         "hidden": positive(),
         "init_alpha": positive(),
-        "critic_norm": Rule(choices=("layernorm", "batchrenorm"), optional=True),
     }
 
     def relations(self) -> None:
@@ -82,14 +113,6 @@ class SoftActorCriticConfig(OffPolicyConfig):
             "log_std_bounds",
             "a pair (min, max) with min < max",
             "e.g. --log-std-bounds -20 2",
-        )
-        require(
-            self,
-            self.critic_norm != "batchrenorm" or self.TRAINS_BATCH_STATS,
-            "critic_norm",
-            f"None or 'layernorm': {type(self).__name__.removesuffix('Config')} cannot train "
-            "BatchRenorm's running statistics (only CrossQ's joint batch does)",
-            "use crossq for BatchRenorm critics, or --critic-norm layernorm",
         )
         require(
             self,
@@ -107,3 +130,9 @@ class SoftActorCriticConfig(OffPolicyConfig):
             f"<= buffer_size = {self.buffer_size}",
             "lower MCPretrain.rollout_steps or raise buffer_size",
         )
+
+
+@dataclass(frozen=True)
+class SoftActorCriticConfig(SoftActorCriticBase, Discounted, TargetCritic, CriticNorm):
+    """The whole family's settings: discounted, with a target critic and an optional critic
+    norm (SAC, REDQ)."""

@@ -16,7 +16,7 @@ The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuou
 """
 
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
-from ajax.agents.tdmpc2.agent import make_loop, repeated, replay_agent  # noqa: F401
+from ajax.agents.tdmpc2.agent import make_loop, replay_agent  # noqa: F401
 from ajax.agents.tdmpc2.agent import policy as agent_policy
 from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
@@ -55,7 +55,6 @@ from ajax.agents.tdmpc2.update import (
     draw_update_noise,
     update_with_noise,
 )
-from ajax.environments.registry import HOST_FAMILIES, resolve_env_id
 from ajax.training.api import ReplayAgent, ReplayAlgorithm
 
 
@@ -86,19 +85,11 @@ class TDMPC2(ReplayAlgorithm):
     multitask = "ajax.agents.tdmpc2.multitask:MultitaskTDMPC2"  # offline, from a dataset
 
     def __init__(self, env="Pendulum-v1", config=None, **env_options):
-        repeat = getattr(config if config is not None else TDMPC2Config(), "action_repeat", 1)
-        if isinstance(env, str) and repeat != 1 and resolve_env_id(env)[0] in HOST_FAMILIES:
-            # host simulators repeat actions themselves (each stops at its own episode end)
-            env_options = {"action_repeat": repeat, **env_options}
-        super().__init__(env, config, **env_options)
+        super().__init__(env, config, **env_options)  # action_repeat: an option of the env id
         if self.env.spec.image_shape is not None:
             check_pixel_latent(self.config, self.env.spec.image_shape)
-        if self.is_jax:  # the agent acts every action_repeat env steps, in training and eval
-            self.env = repeated(self.config, self.env)
-            self.eval_env = repeated(self.config, self.eval_env)
 
     def agent(self, total_steps: int) -> ReplayAgent:
-        """Host envs repeat actions themselves (``action_repeat`` env option from the config)."""
         return replay_agent(self.config, self.env, total_steps)
 
     def policy(self):

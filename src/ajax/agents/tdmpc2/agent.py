@@ -35,7 +35,6 @@ from ajax.agents.tdmpc2.networks import WorldModel
 from ajax.buffers import sequence
 from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments.utils import tree_select
-from ajax.environments.wrappers import ActionRepeat
 from ajax.networks.pixels import to_bytes
 from ajax.training.api import Clock, Loop, Policy, ReplayAgent, zeros_like_shapes
 from ajax.training.api import make_loop as shared_loop
@@ -71,17 +70,12 @@ def sample_batch(buffer, key, batch_size: int, horizon: int) -> TDMPC2Slice:
 
 
 def episode_length(env) -> int:
-    """Agent steps per episode of an env already wrapped by :func:`repeated`."""
+    """Agent steps per episode of ``env``, built with the config's ``action_repeat`` (an option
+    of the env id, so the time limit counts agent steps)."""
     limit = env.spec.max_episode_steps
     if limit is None:
         raise ValueError(f"{env.spec.env_id} has no time limit; TD-MPC2's discount needs one")
     return max(1, limit)
-
-
-def repeated(cfg: TDMPC2Config, env):
-    """``env`` with TD-MPC2's action repeat (rewards summed, stopping at an episode's end; the
-    time limit becomes ceil(limit / repeat) agent steps). Every function below takes such an env."""
-    return env if cfg.action_repeat == 1 else ActionRepeat(env, cfg.action_repeat)
 
 
 def planning_policy(cfg: TDMPC2Config, model: WorldModel, discount, task: int | None = None):
@@ -99,7 +93,8 @@ def planning_policy(cfg: TDMPC2Config, model: WorldModel, discount, task: int | 
 
 
 def policy(cfg: TDMPC2Config, env) -> Policy:
-    """:func:`planning_policy` of a single-task model on ``env`` (wrapped by :func:`repeated`)."""
+    """:func:`planning_policy` of a single-task model on ``env`` (built with the config's
+    ``action_repeat``)."""
     model = WorldModel(cfg, env.spec.action_dim, env.spec.image_shape)
     return planning_policy(cfg, model, cfg.discount(episode_length(env)))
 
@@ -183,6 +178,6 @@ def replay_agent(cfg: TDMPC2Config, env, total_steps: int) -> ReplayAgent:
 
 
 def make_loop(cfg: TDMPC2Config, env, eval_env, total_steps: int) -> Loop:
-    """``init(key)`` and ``run_chunk(state)`` of a TD-MPC2 run on JAX envs wrapped by
-    :func:`repeated`."""
+    """``init(key)`` and ``run_chunk(state)`` of a TD-MPC2 run on JAX envs built with the
+    config's ``action_repeat``."""
     return shared_loop(cfg, env, eval_env, replay_agent(cfg, env, total_steps))

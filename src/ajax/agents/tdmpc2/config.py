@@ -9,9 +9,11 @@ MODEL_SIZE, which overrides the yaml's architecture fields).
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from ajax.distributional import TwoHot
 from ajax.returns import discount_from_horizon
+from ajax.training.api import SequenceReplayConfig
 from ajax.validation import (
     ConfigError,
     Rule,
@@ -111,11 +113,17 @@ class Architecture:
 
 
 @dataclasses.dataclass(frozen=True)
-class TDMPC2Config(Validated):
+class TDMPC2Config(SequenceReplayConfig):
     """TD-MPC2's configuration for state observations (single task).
 
     Frozen and hashable, so a flax module can hold it as a field. Build the paper's model sizes
     with :meth:`preset`; the plain constructor is the yaml default (the 5M model).
+
+    The loop and replay fields are :class:`~ajax.training.api.SequenceReplayConfig`'s
+    (``n_envs``: environments stepped in lockstep, n_envs updates per vector step, UTD 1;
+    ``action_repeat``; ``eval_freq`` and ``eval_episodes``, planned episodes in eval mode;
+    ``buffer_size`` in transitions; ``batch_size``, sampled subsequences per update;
+    ``replay_on``), with their defaults.
 
     Attributes:
         model_size: the paper's model size in M parameters (1, 5, 19, 48, 317); it sets the
@@ -140,25 +148,18 @@ class TDMPC2Config(Validated):
             tasks of few long episodes a small share (deviations.md T56). Unused by
             single-task runs.
         planner: the MPPI constants.
-        lr, enc_lr_scale, grad_clip_norm: Adam rate, the encoder's rate multiplier and the global
-            clip norm of both optimisers.
+        learning_rate, enc_lr_scale, grad_clip_norm: Adam rate, the encoder's rate multiplier
+            and the global clip norm of both optimisers (``learning_rate`` was called ``lr``
+            up to 0.2.0; see ``RENAMED``).
         tau: EMA rate of the target Qs (also the RunningScale rate).
         rho: temporal weight rho^t of the H-step losses.
         consistency_coef, reward_coef, value_coef, entropy_coef: loss weights.
         discount_denom, discount_min, discount_max: the discount heuristic, see :meth:`discount`.
-        batch_size: sampled subsequences per update.
         episodic: learn a termination head and treat termination as absorbing in the TD target
             and in planning (HEAD's ``episodic``); off in the paper.
         termination_coef: weight of the termination loss (episodic only).
-        n_envs: environments stepped in lockstep; n_envs updates per vector step (UTD 1).
-        action_repeat: env steps per agent step (rewards summed).
         seed_steps: agent steps of uniform random actions before learning, then as many
             pretraining updates; None gives max(1000, 5 T).
-        buffer_size: replay capacity in transitions (all envs together).
-        replay_on: "device" or "host" (the row fields but the flags in host memory; as
-            DreamerV3's, :mod:`ajax.buffers.host_store`).
-        eval_freq: agent steps (all envs) between evaluations, the length of one chunk.
-        eval_episodes: planned episodes (eval mode) per evaluation.
     """
 
     model_size: int = 5
@@ -178,7 +179,7 @@ class TDMPC2Config(Validated):
     task_dim: int = 96
     task_sampling: str = "episode"
     planner: PlannerConfig = PlannerConfig()
-    lr: float = 3e-4
+    learning_rate: float = 3e-4
     enc_lr_scale: float = 0.3
     grad_clip_norm: float = 20.0
     tau: float = 0.01
@@ -190,32 +191,25 @@ class TDMPC2Config(Validated):
     discount_denom: float = 5.0
     discount_min: float = 0.95
     discount_max: float = 0.995
-    batch_size: int = 256
     episodic: bool = False
     termination_coef: float = 1.0
-    n_envs: int = 1
-    action_repeat: int = 1
     seed_steps: int | None = None
-    buffer_size: int = 1_000_000
-    replay_on: str = "device"
-    eval_freq: int = 2_000
-    eval_episodes: int = 10
 
+    # old field name -> new: still taken from the command line (with a warning) and from the
+    # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
+    RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
     RULES = {
         "model_size": one_of(*sorted(_MODEL_SIZES)),
-        "replay_on": one_of("device", "host"),
         "task_sampling": one_of("episode", "task"),
         **{name: Rule(lo=1, optional=True)
            for name in ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers")},
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair
-        **{name: at_least(1) for name in ("simnorm_dim", "num_channels", "n_envs", "action_repeat",
-                                          "buffer_size", "eval_freq", "eval_episodes",
-                                          "task_dim")},
+        **{name: at_least(1) for name in ("simnorm_dim", "num_channels", "task_dim")},
         "seed_steps": Rule(lo=1, optional=True),
         "dropout": between(0.0, 1.0, hi_open=True),
         "discount_min": between(0.0, 1.0, lo_open=True, hi_open=True),
         "discount_max": between(0.0, 1.0, lo_open=True, hi_open=True),
-        **{name: positive() for name in ("lr", "grad_clip_norm", "discount_denom", "batch_size")},
+        **{name: positive() for name in ("learning_rate", "grad_clip_norm", "discount_denom")},
         "tau": between(0.0, 1.0),
         "rho": between(0.0, 1.0, lo_open=True),
         **{name: nonnegative() for name in ("enc_lr_scale", "termination_coef", "consistency_coef",
@@ -228,6 +222,7 @@ class TDMPC2Config(Validated):
         super().__post_init__()
 
     def relations(self) -> None:
+        super().relations()
         arch = self.arch
         require(
             self,

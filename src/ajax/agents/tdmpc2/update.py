@@ -91,8 +91,8 @@ def _wm_params(params: dict) -> dict:
 def optimisers(cfg: TDMPC2Config) -> tuple[optax.GradientTransformation, ...]:
     """(world model, policy) optimisers of tdmpc2.py:22-31."""
     scales = {"encoder": cfg.enc_lr_scale}
-    return adam_grouped(cfg.lr, scales, clip_norm=cfg.grad_clip_norm), pi_adam(
-        cfg.lr, cfg.grad_clip_norm
+    return adam_grouped(cfg.learning_rate, scales, clip_norm=cfg.grad_clip_norm), pi_adam(
+        cfg.learning_rate, cfg.grad_clip_norm
     )
 
 
