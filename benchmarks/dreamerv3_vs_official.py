@@ -63,6 +63,7 @@ holds about 450 updates per seed, under half the warm-up.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -131,7 +132,24 @@ def summarize(official: list[float], ajax: list[float]) -> dict:
             worst_ok=bool(a.min() >= o.min()),
         )
         out["passes"] = out["mean_ok"] and out["worst_ok"]
+        out["permutation_p"] = permutation_p(o, a)
+        # P(worst_ok) for two agents drawing finals from one distribution: the lowest of the
+        # pooled seeds is an official one
+        out["worst_ok_if_same"] = len(o) / (len(o) + len(a))
     return out
+
+
+def permutation_p(official: np.ndarray, ajax: np.ndarray) -> float:
+    """Exact two-sided permutation p-value of the difference in mean final return: the share
+    of all relabellings of the pooled seeds whose |mean difference| is at least the observed
+    one (C(6, 3) = 20 of them at 3 seeds a side)."""
+    pooled, k = np.concatenate([official, ajax]), len(official)
+    observed = abs(official.mean() - ajax.mean())
+    diffs = [
+        abs(pooled[list(idx)].mean() - np.delete(pooled, list(idx)).mean())
+        for idx in itertools.combinations(range(len(pooled)), k)
+    ]
+    return float(np.mean([d >= observed - 1e-12 for d in diffs]))
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -174,7 +192,10 @@ def markdown(results: dict) -> str:
                 f"{min(v for v in r['ajax']['finals'] if math.isfinite(v)):.1f} vs official "
                 f"worst {min(v for v in r['official']['finals'] if math.isfinite(v)):.1f} "
                 f"({'ok' if summ['worst_ok'] else 'below'}): "
-                f"{'passes' if summ['passes'] else 'fails'} the bar"
+                f"{'passes' if summ['passes'] else 'fails'} the bar; difference of the means: "
+                f"permutation p = {summ['permutation_p']:.2f}; the worst-seed test alone is "
+                f"passed with probability {summ['worst_ok_if_same']:.2f} by an agent identical "
+                "to the official"
             )  # fmt: skip
         for side in ("official", "ajax"):
             for why in (r.get(side) or {}).get("failures", []):

@@ -44,7 +44,7 @@ from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
 from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.td3 import TD3, TD3Config  # noqa: E402
 from ajax.agents.tdmpc2 import TDMPC2, TDMPC2Config  # noqa: E402
-from ajax.training.algorithm import segment_fn  # noqa: E402
+from ajax.training.driver import segment_fn  # noqa: E402
 from ajax.training.sharding import (  # noqa: E402
     CHUNKS_THEN_SEEDS,
     SEEDS,

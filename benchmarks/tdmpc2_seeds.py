@@ -43,7 +43,7 @@ def _run(args, n_seeds: int, seed0: int = 0, devices: int = 1):
     import jax.numpy as jnp
 
     from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
-    from ajax.training.algorithm import segment_fn
+    from ajax.training.driver import segment_fn
     from ajax.training.sharding import (
         CHUNKS_THEN_SEEDS,
         SEEDS,

@@ -86,7 +86,7 @@ BAD = [
     (lambda: PIDPolicy(architecture="64"), "architecture", "not a string"),
     (lambda: PIDPolicy(architecture=("8",)), "architecture", "empty with gains='fixed'"),
     (lambda: EnvConfig(n_envs=0), "n_envs", "n_envs = 0"),
-    (lambda: EnvConfig(n_envs=np.int64(2)), "n_envs", "must be an integer"),
+    (lambda: EnvConfig(n_envs=2.5), "n_envs", "must be an integer"),
     (lambda: EnvConfig(max_episode_steps=0), "max_episode_steps", "must be >= 1"),
     (lambda: EnvConfig(atari_settings="atari200k"), "atari_settings", "one of 'atari'"),
     (lambda: EnvConfig(proprio=True), "proprio", "proprio= adds the state features"),
@@ -138,6 +138,8 @@ def test_numpy_scalars_are_taken_as_python_numbers():
     assert type(opt.learning_rate) is float and opt.learning_rate == 0.5
     rssm = RSSMConfig(**{**RSSM, "action_dim": np.int64(2)})
     assert rssm == RSSMConfig(**RSSM)
+    env = EnvConfig(n_envs=np.int64(2), max_episode_steps=np.int32(50))  # a dataset's limit
+    assert type(env.n_envs) is int and env == EnvConfig(n_envs=2, max_episode_steps=50)
 
 
 def test_parse_memory_config_still_refuses_unknown_keys_and_types():

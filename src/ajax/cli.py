@@ -70,8 +70,8 @@ def _slug(env: str) -> str:
 
 
 def cmd_train(argv: list[str]) -> int:
+    from ajax.training import driver
     from ajax.training.run import RunSpec, execute, prepare_run_dir
-    from ajax.training.sharding import check_batching
 
     if argv and argv[0] in ("-h", "--help"):
         print(f"usage: ajax train AGENT --env ID [options]; agents: {', '.join(_agents())}")
@@ -124,10 +124,9 @@ def cmd_train(argv: list[str]) -> int:
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
-    try:
-        algo.mesh(devices, args.n_seeds, args.parallel)
-        check_batching(args.seed_batching, algo.is_jax)
-        algo.check_memory(args.steps, args.n_seeds, devices, args.parallel)
+    try:  # the run's one validation (steps, seeds, batching, memory, devices)
+        plan = driver.plan(algo, spec.steps, spec.seed, spec.n_seeds, devices, args.parallel,
+                           args.seed_batching)  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from err
     try:
@@ -141,14 +140,7 @@ def cmd_train(argv: list[str]) -> int:
             f"cannot create the run directory {out}: {reason}; pick a writable --out path"
         ) from err
     summary, _ = execute(
-        algo,
-        spec,
-        out,
-        progress=args.progress,
-        wandb_project=args.wandb_project,
-        devices=devices,
-        parallel=args.parallel,
-        seed_batching=args.seed_batching,
+        algo, spec, out, progress=args.progress, wandb_project=args.wandb_project, plan=plan
     )
     if not is_primary():
         return 0
@@ -223,8 +215,8 @@ def _config_from(agent: str, values: dict):
 
 
 def cmd_resume(argv: list[str]) -> int:
+    from ajax.training import driver
     from ajax.training.run import execute, load_spec
-    from ajax.training.sharding import check_batching
 
     usage = ("usage: ajax resume DIR [--devices D] [--parallel seeds|data] "
              "[--seed-batching vmap|map] [--ignore-version]")  # fmt: skip
@@ -239,19 +231,12 @@ def cmd_resume(argv: list[str]) -> int:
         raise UsageError(str(err)) from err
     algo = _make_algo(spec.agent, spec.env, _config_from(spec.agent, spec.config), spec.env_options)
     try:
-        algo.mesh(devices, spec.n_seeds, args.parallel)
-        check_batching(args.seed_batching, algo.is_jax)
+        plan = driver.plan(algo, spec.steps, spec.seed, spec.n_seeds, devices, args.parallel,
+                           args.seed_batching)  # fmt: skip
     except ValueError as err:
         raise UsageError(str(err)) from err
     summary, _ = execute(
-        algo,
-        spec,
-        out,
-        resume=True,
-        ignore_version=args.ignore_version,
-        devices=devices,
-        parallel=args.parallel,
-        seed_batching=args.seed_batching,
+        algo, spec, out, resume=True, ignore_version=args.ignore_version, plan=plan
     )
     if is_primary():
         _report(summary, out)

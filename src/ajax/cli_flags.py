@@ -13,6 +13,8 @@ import typing
 
 import tyro
 
+from ajax.validation import rules_of
+
 
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit status 2."""
@@ -146,7 +148,7 @@ def _resolve(cls, dotted: str):
 def _takes(owner, name: str, hint) -> str:
     """What a flag takes, e.g. "an int > 0 (default 256)"."""
     kind = getattr(hint, "__name__", str(hint)).replace("NoneType", "none")
-    rule = getattr(owner, "RULES", {}).get(name)
+    rule = rules_of(owner).get(name)
     default = next((f.default for f in dataclasses.fields(owner) if f.name == name), None)
     article = "an" if kind[:1] in "aeiou" else "a"
     text = f"{article} {kind}" + (f" that is {rule.describe()}" if rule is not None else "")

@@ -211,6 +211,15 @@ def renamed_fields(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rules_of(cls: type) -> dict[str, Rule]:
+    """The field rules of the config class ``cls``: every ``RULES`` along its MRO merged, a
+    subclass's (or an earlier base's) rule for a field replacing a later one's."""
+    rules: dict[str, Rule] = {}
+    for klass in reversed(cls.__mro__):
+        rules.update(klass.__dict__.get("RULES", {}))
+    return rules
+
+
 class Validated:
     """Mixin of the frozen config dataclasses: rules from ``RULES`` (merged along the MRO),
     then :meth:`relations`, checked when the config is built.
@@ -223,10 +232,7 @@ class Validated:
     RENAMED: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self):
-        rules: dict[str, Rule] = {}
-        for cls in reversed(type(self).__mro__):
-            rules.update(cls.__dict__.get("RULES", {}))
-        validate(self, rules)
+        validate(self, rules_of(type(self)))
         self.relations()
 
     def relations(self) -> None:

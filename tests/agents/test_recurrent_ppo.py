@@ -100,6 +100,7 @@ def _memory_chain(kind: str | None, steps: int = 2048) -> np.ndarray:
     return np.asarray(result.metrics["eval_return"])[:, -1]
 
 
+@pytest.mark.slow  # ~45 s idle: a learning test (two PPO runs)
 def test_memory_chain_feedforward_cannot_recurrent_does():
     """bsuite MemoryChain (gymnax, 1 bit, memory length 5): the context is shown at the first
     step only and the reward (+1 right, -1 wrong) comes 5 steps later, on an observation that

@@ -291,6 +291,16 @@ def test_summarize_applies_the_issue_bar(vs):
     assert "passes" not in vs.summarize([], [1.0])
 
 
+def test_permutation_p_counts_the_relabellings_as_extreme_as_observed(vs):
+    """3 + 3 seeds: C(6, 3) = 20 relabellings. [1, 2, 3] against [4, 5, 6]: only the observed
+    split and its mirror reach |difference| 3, so p = 2 / 20; equal samples give p = 1. The
+    worst-seed test alone passes an identical agent with probability 3 / 6."""
+    assert vs.permutation_p(np.array([1.0, 2, 3]), np.array([4.0, 5, 6])) == 0.1
+    assert vs.permutation_p(np.array([1.0, 2, 3]), np.array([1.0, 2, 3])) == 1.0
+    s = vs.summarize([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])
+    assert s["permutation_p"] == 0.1 and s["worst_ok_if_same"] == 0.5
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [

@@ -158,6 +158,7 @@ def same_branch(monkeypatch):
     monkeypatch.setattr(loop, "cond", loop.when)
 
 
+@pytest.mark.slow  # ~70 s idle: two DreamerV3 runs compile (the store's own tests stay)
 def test_dreamerv3_run_with_host_rows_is_bitwise_the_device_run(monkeypatch):
     """Two vmapped seeds of DreamerV3 (online queue, latent write-back) through the jitted
     loop: with the rows on the host the run ends bitwise where the device run ends (same update

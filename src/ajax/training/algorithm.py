@@ -7,7 +7,6 @@ An algorithm binds a config to an environment and exposes the run as pure functi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
@@ -15,42 +14,19 @@ import jax
 import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
-from ajax.training.distributed import to_host
+from ajax.training import driver
+from ajax.training.driver import (  # noqa: F401  (their old home; the driver owns them)
+    Chunks,
+    check_seeds,
+    check_steps,
+    n_chunks_for,
+    seed_keys,
+    seeds_segment,
+    segment_fn,
+)
 from ajax.training.loop import Policy, evaluate, stateless
 from ajax.training.memory import check_replay_fits, device_bytes, host_bytes
-from ajax.training.sharding import (
-    CHUNKS_THEN_SEEDS,
-    SEEDS,
-    check_batching,
-    device_mesh,
-    mesh_context,
-    over_seeds,
-    per_seed,
-    shard_seeds,
-)
-
-
-class Chunks(NamedTuple):
-    """A run as ``n_chunks`` calls of ``run_chunk`` after ``init``; each chunk is
-    ``steps_per_chunk`` env steps ending with an evaluation."""
-
-    init: Callable[[jax.Array], Any]
-    run_chunk: Callable[[Any], tuple[Any, dict]]
-    steps_per_chunk: int
-    n_chunks: int
-
-    @classmethod
-    def of(cls, loop, total_steps: int) -> Chunks:
-        """The chunks of a loop (``init``, ``run_chunk``, ``steps_per_chunk``) that cover
-        ``total_steps`` env steps."""
-        per = loop.steps_per_chunk
-        return cls(loop.init, loop.run_chunk, per, n_chunks_for(total_steps, per))
-
-
-def seed_keys(seeds) -> jax.Array:
-    """The PRNG keys of the seeds ``seeds`` (a list or a range), one per seed: the one place a
-    run turns seeds into keys."""
-    return jax.vmap(jax.random.PRNGKey)(jnp.asarray(list(seeds)))
+from ajax.training.sharding import device_mesh
 
 
 class TrainResult(NamedTuple):
@@ -59,51 +35,6 @@ class TrainResult(NamedTuple):
 
     state: Any
     metrics: dict
-
-
-def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | None = None,
-               batching: str = "vmap"):  # fmt: skip
-    """``states -> (states, records)``: ``num_chunks`` chunks of every seed (leading axis) in one
-    scan, the seeds batched as ``batching`` says (:func:`~ajax.training.sharding.per_seed`);
-    each chunk's records reach ``on_record`` on the host as the jitted run goes."""
-
-    def body(states, _):
-        states, record = per_seed(run_chunk, batching)(states)
-        if on_record is not None:
-            jax.debug.callback(on_record, record, ordered=True)
-        return states, record
-
-    def segment(states):
-        return jax.lax.scan(body, states, None, length=num_chunks)
-
-    return segment
-
-
-def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None,
-                  batching: str = "vmap", compiler_options: dict | None = None):  # fmt: skip
-    """The jitted :func:`segment_fn` over every seed, sharded over ``mesh`` when given
-    (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
-    vmapped init from keys); ``compiler_options`` go to XLA (``Algorithm.compiler_options``).
-    Returns a host callable ``x -> (states, records)``. Records reach
-    ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
-    callback inside ``shard_map`` would see one device's block of seeds only (and an ordered
-    callback is refused in a program partitioned over several devices)."""
-    segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None, batching)
-    body = segment if prepare is None else (lambda x: segment(prepare(x)))
-    jitted = jax.jit(
-        over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)), compiler_options=compiler_options
-    )
-
-    def run(x):
-        with mesh_context(mesh):
-            states, records = jitted(x)
-        records = to_host(records)  # whole on every process of a multi-process run
-        if mesh is not None and on_record is not None:
-            for i in range(num_chunks):
-                on_record(jax.tree.map(lambda r, i=i: r[i], records))
-        return states, records
-
-    return run
 
 
 class Algorithm:
@@ -277,47 +208,14 @@ class Algorithm:
         by env and update batch (``"data"``; :mod:`ajax.training.sharding`).
         ``seed_batching="map"`` runs the seeds one after another instead of vmapped, so that
         each is bitwise the seed trained alone (:func:`~ajax.training.sharding.per_seed`)."""
-        check_steps(total_steps)
-        check_seeds(seed, n_seeds)
-        check_batching(seed_batching, self.is_jax)
-        self.check_memory(total_steps, n_seeds, devices, parallel)
-        mesh = self.mesh(devices, n_seeds, parallel)
-        if not self.is_jax:
-            return self._train_host(seed, total_steps, n_seeds, on_record)
-        chunks = self.make_chunks(total_steps)
-        keys = seed_keys(range(seed, seed + n_seeds))
-        run = seeds_segment(chunks.run_chunk, chunks.n_chunks, on_record, mesh,
-                            prepare=per_seed(chunks.init, seed_batching), batching=seed_batching,
-                            compiler_options=self.compiler_options)  # fmt: skip
-        states, records = run(shard_seeds(keys, mesh))
-        states = to_host(states)  # whole on every process of a multi-process run
+        p = driver.plan(self, total_steps, seed, n_seeds, devices, parallel, seed_batching)
+        start = driver.start(self, total_steps, p)
+        state, records = driver.run(self, start, p, on_record=on_record, check=False)
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [seeds, chunks]
         if n_seeds == 1:
-            states = jax.tree.map(lambda x: x[0], states)
-            records = jax.tree.map(lambda x: x[0], records)
-        return TrainResult(states, records)
-
-    def _train_host(self, seed, total_steps, n_seeds, on_record) -> TrainResult:
-        run = self.host_run(total_steps, list(range(seed, seed + n_seeds)))
-        n_chunks = n_chunks_for(total_steps, run.steps_per_chunk)
-        records = []
-        try:
-            for _ in range(n_chunks):
-                records.append(run.run_chunk())
-                if on_record is not None:
-                    on_record(records[-1])
-        finally:
-            run.close()
-        stacked = jax.tree.map(lambda *x: jnp.stack(x, axis=1), *records)  # [seeds, chunks]
-        state = run.state
-        if n_seeds == 1:
             state = jax.tree.map(lambda x: x[0], state)
-            stacked = jax.tree.map(lambda x: x[0], stacked)
-        return TrainResult(state, stacked)
-
-
-def n_chunks_for(total_steps: int, steps_per_chunk: int) -> int:
-    return max(1, math.ceil(total_steps / steps_per_chunk))
+            records = jax.tree.map(lambda x: x[0], records)
+        return TrainResult(state, records)
 
 
 def check_observations(algo: Algorithm, env_id: str) -> None:
@@ -337,19 +235,6 @@ def check_observations(algo: Algorithm, env_id: str) -> None:
             f"with {spec.vector_dim} vector features: drop --proprio, or use "
             f"{_agents_where(lambda cls: cls.mixed)}"
         )
-
-
-def check_steps(total_steps: int) -> None:
-    if not isinstance(total_steps, int) or total_steps <= 0:
-        raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
-
-
-def check_seeds(seed: int, n_seeds: int) -> None:
-    """Seeds are int32 PRNG seeds: ``n_seeds >= 1`` of them from ``seed >= 0``."""
-    if isinstance(n_seeds, bool) or not isinstance(n_seeds, int) or n_seeds < 1:
-        raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**31 - n_seeds:
-        raise ValueError(f"seed must be an integer in [0, 2**31 - n_seeds], got {seed!r}")
 
 
 def check_action_space(algo: Algorithm, continuous: bool, env_id: str) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ajax.environments.types import HostEnv
 from ajax.jax_helpers import lockstep, tree_select, zeros_like_shapes
-from ajax.training.algorithm import Algorithm, Chunks, n_chunks_for
+from ajax.training.algorithm import Algorithm
 from ajax.training.config import (
     Discounted,
     LoopConfig,
@@ -33,6 +33,7 @@ from ajax.training.config import (
     ReplayConfig,
     SequenceReplayConfig,
 )
+from ajax.training.driver import Chunks, n_chunks_for
 from ajax.training.host_loop import HostOnPolicyRun, HostReplayRun
 from ajax.training.loop import Loop, evaluate, make_loop
 from ajax.training.memory import replay_bytes

@@ -9,8 +9,8 @@ import jax
 import numpy as np
 
 from ajax.environments import make_env
-from ajax.training.algorithm import seed_keys
-from ajax.training.checkpoint import latest_step, restore_newest_good
+from ajax.training import driver
+from ajax.training.checkpoint import latest_step
 
 
 class Restored(NamedTuple):
@@ -23,7 +23,9 @@ class Restored(NamedTuple):
 
 
 def restore_run(out: Path, make_algo, config_from) -> Restored:
-    """The run in ``out`` and its newest good checkpoint (FileNotFoundError if none)."""
+    """The run in ``out`` and its newest good checkpoint (FileNotFoundError if none), rebuilt
+    by the run driver (:func:`~ajax.training.driver.start`, :func:`~ajax.training.driver.restore`)
+    on one device; nothing in ``out`` is moved or cut."""
     from ajax.training.run import check_identity, load_spec, warn
 
     spec = load_spec(out)
@@ -32,23 +34,18 @@ def restore_run(out: Path, make_algo, config_from) -> Restored:
         raise FileNotFoundError(f"{out} has no checkpoint to evaluate yet")
     check_identity(spec, ckpt, ignore_version=True)
     algo = make_algo(spec.agent, spec.env, config_from(spec.agent, spec.config), spec.env_options)
-    host_run = None
-    if algo.is_jax:
-        keys = seed_keys(range(spec.seed, spec.seed + spec.n_seeds))
-        template = jax.jit(jax.vmap(algo.make_chunks(spec.steps).init))(keys)
-    else:
-        host_run = algo.host_run(spec.steps, list(range(spec.seed, spec.seed + spec.n_seeds)))
-        template = host_run.state
-    step, state = restore_newest_good(ckpt, template, move_damaged=False, warn=warn)
+    plan = driver.plan(algo, spec.steps, spec.seed, spec.n_seeds)
+    start = driver.start(algo, spec.steps, plan)
+    step, start = driver.restore(ckpt, start, plan, move_damaged=False, warn=warn)
     if step is None:
-        if host_run is not None:
-            host_run.close()
+        if start.host is not None:
+            start.host.close()
         raise FileNotFoundError(f"{out} has no good checkpoint to evaluate ('ajax check {out}')")
-    return Restored(spec, algo, state, host_run)
+    return Restored(spec, algo, start.state, start.host)
 
 
 def _eval_keys(spec) -> jax.Array:
-    keys = seed_keys(range(spec.seed, spec.seed + spec.n_seeds))
+    keys = driver.seed_keys(range(spec.seed, spec.seed + spec.n_seeds))
     return jax.vmap(lambda k: jax.random.fold_in(k, 12345))(keys)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ajax.environments import make_env
 from ajax.environments.host_wrappers import HostNormalizeObservation
 from ajax.environments.types import HostEnv, TimeStep
-from ajax.training.algorithm import seed_keys
+from ajax.training.driver import seed_keys
 from ajax.training.loop import tick_steps
 from ajax.training.rollout import EpisodeTracker, to_env_action
 from ajax.training.sharding import per_seed

@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from ajax.training.algorithm import Algorithm, n_chunks_for, seed_keys, seeds_segment
-from ajax.training.checkpoint import identity_of, restore_newest_good, save_checkpoint
-from ajax.training.distributed import is_primary, to_host
+from ajax.training import driver
+from ajax.training.algorithm import Algorithm
+from ajax.training.checkpoint import identity_of, save_checkpoint
+from ajax.training.distributed import is_primary
+from ajax.training.driver import Diverged, check_finite  # noqa: F401  (raised and used here)
 from ajax.training.io import (
     jsonable,
     plot_curve,
@@ -30,7 +30,6 @@ from ajax.training.io import (
     write_json_atomic,
 )
 from ajax.training.logger import RunLogger
-from ajax.training.sharding import check_batching, mesh_context, over_seeds, per_seed, shard_seeds
 from ajax.validation import Validated, between, positive, require
 
 RUN_FILE = "run.json"
@@ -166,31 +165,6 @@ def check_identity(spec: RunSpec, ckpt_dir: Path, ignore_version: bool = False) 
     )
 
 
-class Diverged(RuntimeError):
-    """A loss or a parameter went NaN or inf; the last finite checkpoint is kept."""
-
-    def __init__(self, name: str, step: int):
-        self.name, self.step = name, step
-        super().__init__(
-            f"{name} became non-finite by step {step}; the run stopped and its last finite "
-            "checkpoint is kept (lower the learning rate or check the environment's rewards)"
-        )
-
-
-def check_finite(records: dict, agent_state) -> None:
-    """Raise :class:`Diverged` naming the first non-finite loss metric (by chunk) or, failing
-    that, the first non-finite parameter leaf. ``records`` leaves are ``[chunks, seeds]``."""
-    steps = np.asarray(records["step"]).reshape(len(records["step"]), -1)
-    metrics = {k: np.asarray(v) for k, v in records.items() if "loss" in k}
-    for chunk in range(steps.shape[0]):
-        for name, value in sorted(metrics.items()):
-            if not np.all(np.isfinite(value[chunk])):
-                raise Diverged(name, int(steps[chunk].max()))
-    for path, leaf in jax.tree_util.tree_leaves_with_path(agent_state):
-        if jnp.issubdtype(leaf.dtype, jnp.floating) and not bool(jnp.all(jnp.isfinite(leaf))):
-            raise Diverged(f"parameter {jax.tree_util.keystr(path)}", int(steps[-1].max()))
-
-
 def warn(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -199,90 +173,45 @@ def _quiet(message: str) -> None:
     del message
 
 
-def _run_jax(algo, spec, chunks, state, done_chunks, logger, save, mesh=None, batching="vmap"):
-    """JAX env: segments of ``checkpoint_every`` chunks, each one jitted scan; a segment whose
-    losses or parameters went non-finite is not checkpointed (:class:`Diverged`). Sharded over
-    ``mesh``, a segment's records are logged when it returns (a callback sees one block). Over
-    several processes, the state is gathered whole on each (:func:`to_host`) to be checked and
-    saved."""
-    segments: dict[int, Any] = {}
-    whole = to_host(state)
-    while done_chunks < chunks.n_chunks:
-        n = min(spec.checkpoint_every, chunks.n_chunks - done_chunks)
-        if n not in segments:
-            segments[n] = seeds_segment(
-                chunks.run_chunk,
-                n,
-                logger,
-                mesh,
-                batching=batching,
-                compiler_options=algo.compiler_options,
-            )
-        state, records = segments[n](state)
-        jax.block_until_ready(state)
-        whole = to_host(state)
-        check_finite(records, whole.agent)
-        done_chunks += n
-        if save is not None:
-            save(done_chunks, whole)
-    return whole
-
-
-def _run_host(run, n_chunks, done_chunks, spec, logger, save):
-    """Host env: one Python-driven chunk at a time around the same jitted learner."""
-    while done_chunks < n_chunks:
-        record = run.run_chunk()
-        logger(record)
-        check_finite(jax.tree.map(lambda x: np.asarray(x)[None], record), run.state.agent)
-        done_chunks += 1
-        if save is not None and (
-            done_chunks % spec.checkpoint_every == 0 or done_chunks == n_chunks
-        ):
-            save(done_chunks, run.state)
-    return run.state
-
-
 class Prepared(NamedTuple):
-    """A run ready to go (:func:`prepare`): its state (fresh or restored), where it stands, and
-    how it runs (``chunks`` for a JAX env, ``host`` for a host env)."""
+    """A run ready to go (:func:`prepare`): its layout (:class:`~ajax.training.driver.Plan`),
+    its start (:class:`~ajax.training.driver.Start`, fresh or restored), where it stands, and
+    how its segments are saved."""
 
-    seeds: list[int]
-    mesh: Any
-    chunks: Any  # Chunks (JAX env) or None
-    host: Any  # HostRun (host env) or None
-    state: Any
-    per_chunk: int
-    n_chunks: int
+    plan: driver.Plan
+    start: driver.Start
     done_chunks: int
     wall_offset: float
     save: Any  # save(done_chunks, state), or None when nothing is written
     primary: bool
 
+    @property
+    def seeds(self) -> list[int]:
+        return self.plan.seeds
+
+    @property
+    def per_chunk(self) -> int:
+        return self.start.per_chunk
+
+    @property
+    def n_chunks(self) -> int:
+        return self.start.n_chunks
+
 
 def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = False,
             ignore_version: bool = False, devices: int | None = None, parallel: str = "seeds",
-            seed_batching: str = "vmap") -> Prepared:  # fmt: skip
-    """Check the run (identity on resume, before any compile; mesh; batching), build its first
-    state from the seeds' keys, and on ``resume`` restore the newest good checkpoint over it and
-    cut ``metrics.jsonl`` back to that checkpoint's step."""
-    seeds = list(range(spec.seed, spec.seed + spec.n_seeds))
+            seed_batching: str = "vmap", plan: driver.Plan | None = None) -> Prepared:  # fmt: skip
+    """Check the run (identity on resume, before any compile; then :func:`driver.plan
+    <ajax.training.driver.plan>` unless ``plan`` is the one the caller made), build its first
+    state (:func:`~ajax.training.driver.start`), and on ``resume`` restore the newest good
+    checkpoint over it and cut ``metrics.jsonl`` back to that checkpoint's step."""
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
-    mesh = algo.mesh(devices, spec.n_seeds, parallel)
-    check_batching(seed_batching, algo.is_jax)
-    chunks = host = None
-    if algo.is_jax:
-        chunks = algo.make_chunks(spec.steps)
-        keys = shard_seeds(seed_keys(seeds), mesh)
-        with mesh_context(mesh):
-            init = per_seed(chunks.init, seed_batching)
-            state = algo.jit(over_seeds(init, mesh))(keys)
-        per_chunk, n_chunks = chunks.steps_per_chunk, chunks.n_chunks
-    else:
-        host = algo.host_run(spec.steps, seeds)
-        state, per_chunk = host.state, host.steps_per_chunk
-        n_chunks = n_chunks_for(spec.steps, per_chunk)
+    if plan is None:
+        plan = driver.plan(algo, spec.steps, spec.seed, spec.n_seeds, devices, parallel,
+                           seed_batching)  # fmt: skip
+    start = driver.start(algo, spec.steps, plan)
     save, primary = None, is_primary()  # process 0 writes the run directory, the others nothing
     if ckpt_dir is not None and primary:
         made_by = identity(spec)
@@ -293,35 +222,27 @@ def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = Fal
     done_chunks, wall_offset = 0, 0.0
     if resume and ckpt_dir is not None:
         # every process reads the same newest good step; only process 0 moves damage aside
-        step, state = restore_newest_good(
-            ckpt_dir, to_host(state), move_damaged=primary, warn=warn if primary else _quiet
-        )
-        if algo.is_jax:
-            state = shard_seeds(state, mesh)
+        step, start = driver.restore(ckpt_dir, start, plan, primary, warn if primary else _quiet)
         done_chunks = step or 0
-        if done_chunks > n_chunks:
-            raise RunDirError(f"checkpoint {done_chunks} is past the run's {n_chunks} chunks")
+        if done_chunks > start.n_chunks:
+            raise RunDirError(f"checkpoint {done_chunks} is past the run's {start.n_chunks} chunks")
+        per_chunk = start.per_chunk
         previous = truncate_jsonl(out / "metrics.jsonl", done_chunks * per_chunk) if primary else []
         times = [
             r["wall_time_s"] for r in previous if isinstance(r.get("wall_time_s"), float | int)
         ]
         wall_offset = float(times[-1]) if times else 0.0
-    return Prepared(seeds, mesh, chunks, host, state, per_chunk, n_chunks, done_chunks,
-                    wall_offset, save, primary)  # fmt: skip
+    return Prepared(plan, start, done_chunks, wall_offset, save, primary)
 
 
-def run_prepared(algo: Algorithm, spec: RunSpec, out: Path | None, p: Prepared, logger,
-                 seed_batching: str = "vmap"):  # fmt: skip
-    """Run ``p`` to its end, logging each chunk and saving each segment; returns the final
-    state. A divergence writes a ``diverged`` summary and re-raises :class:`Diverged`."""
+def run_prepared(algo: Algorithm, spec: RunSpec, out: Path | None, p: Prepared, logger):
+    """Run ``p`` to its end (:func:`~ajax.training.driver.run`), logging each chunk and
+    saving each segment of ``spec.checkpoint_every`` chunks; returns the final state. A
+    divergence writes a ``diverged`` summary and re-raises :class:`Diverged`."""
     try:
-        if algo.is_jax:
-            return _run_jax(algo, spec, p.chunks, p.state, p.done_chunks, logger, p.save, p.mesh,
-                            seed_batching)  # fmt: skip
-        p.host.state = p.state
-        if p.done_chunks:
-            p.host.restart_episodes()
-        return _run_host(p.host, p.n_chunks, p.done_chunks, spec, logger, p.save)
+        state, _ = driver.run(algo, p.start, p.plan, p.done_chunks, spec.checkpoint_every,
+                              logger, p.save)  # fmt: skip
+        return state
     except Diverged as err:
         if out is not None and p.primary:
             diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
@@ -330,8 +251,6 @@ def run_prepared(algo: Algorithm, spec: RunSpec, out: Path | None, p: Prepared, 
         raise
     finally:
         logger.close()
-        if p.host is not None:
-            p.host.close()
 
 
 def summarise(spec: RunSpec, out: Path | None, p: Prepared, logger) -> dict[str, Any]:
@@ -369,6 +288,7 @@ def execute(
     devices: int | None = None,
     parallel: str = "seeds",
     seed_batching: str = "vmap",
+    plan: driver.Plan | None = None,
 ) -> tuple[dict[str, Any], Any]:
     """Train as ``spec`` says, writing into ``out``; returns ``(summary, final state)``:
     :func:`prepare`, :func:`run_prepared`, :func:`summarise`.
@@ -379,9 +299,10 @@ def execute(
     ``devices`` spreads the run over that many devices, by seed or, with ``parallel="data"``,
     by env and update batch; neither is part of the run's identity (a checkpoint is host
     arrays, so a run saved on 4 devices resumes on any device count that fits the layout), and
-    nor is ``seed_batching`` (:func:`~ajax.training.sharding.per_seed`).
+    nor is ``seed_batching`` (:func:`~ajax.training.sharding.per_seed`). ``plan``, when the
+    caller validated the run already (:func:`ajax.training.driver.plan`), replaces those three.
     """
-    p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching)
+    p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching, plan)
     logger = RunLogger(
         out if p.primary else None,
         p.n_chunks * p.per_chunk,
@@ -390,5 +311,5 @@ def execute(
         wandb_project=wandb_project if p.primary else None,
         wall_time_offset=p.wall_offset,
     )
-    state = run_prepared(algo, spec, out, p, logger, seed_batching)
+    state = run_prepared(algo, spec, out, p, logger)
     return summarise(spec, out, p, logger), state

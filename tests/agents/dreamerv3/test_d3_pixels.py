@@ -60,6 +60,7 @@ def test_cnn_shapes_and_parameter_counts_by_hand():
     assert isinstance(nets.enc, ConvEncoder) and isinstance(nets.dec, ConvDecoder)
 
 
+@pytest.mark.slow  # ~35 s idle (a learning check; img_disc parity pins the decoder's numbers)
 def test_decoder_reconstruction_falls_far_below_the_mean_image():
     """World-model training (the full world_model_loss, KL terms included) on a fixed batch of
     16 x 16 sine gratings whose phase differs per frame: after 100 Adam steps the summed
@@ -96,6 +97,7 @@ def test_decoder_reconstruction_falls_far_below_the_mean_image():
     assert recs[-1] < 0.15 * mean_image, (recs[-1], mean_image)
 
 
+@pytest.mark.slow  # ~80 s idle: two seeds of the CNN world model compile and run
 def test_dreamerv3_minatar_run_is_jitted_over_two_seeds_with_byte_replay():
     """Breakout-MinAtar: 2 vmapped seeds in one jitted run (env, hold ticks, image replay,
     updates, evaluation); the replay holds the frames as uint8 and the losses are finite."""
