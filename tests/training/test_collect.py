@@ -110,6 +110,7 @@ def _error(capsys, argv) -> str:
     return err[0]
 
 
+@pytest.mark.slow  # ~110 s on 2 cores: a SAC run, three collects, a multi-task run, eval
 def test_collect_then_train_multitask_and_eval(tmp_path, capsys):
     """A SAC run collects two tasks into one dataset; the multi-task run trains on both and
     logs each task's return; ``ajax eval`` scores it; bad input is one line and exit 2."""

@@ -84,6 +84,7 @@ def _cut_newest(src: Path, dst: Path) -> None:
     shutil.rmtree(dst / "checkpoints" / "2")
 
 
+@pytest.mark.slow  # ~120 s on 2 cores: two processes and a reference run compile
 def test_two_processes_train_two_seeds_as_one_process_does(tmp_path):
     many, one = tmp_path / "two-processes", tmp_path / "one-process"
     results = _together(["train", "sac", *TINY, "--out", str(many)])

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from ajax.agents.dreamerv3 import MODEL_SIZES, DreamerV3Config
-from ajax.agents.dreamerv3.losses import TrainDraws, total_loss
+from ajax.agents.dreamerv3.losses import TrainDraws
 from ajax.agents.dreamerv3.model import Nets, param_count
 from ajax.agents.dreamerv3.rssm import RSSMState
 from ajax.agents.dreamerv3.update import (
@@ -34,7 +34,7 @@ from ajax.agents.dreamerv3.update import (
     act,
     init_state,
     split_window,
-    train_step,
+    train_step_with_aux,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -223,14 +223,11 @@ def replayed(request):
     batch, start = split_window(cfg, _window(d, image, mixed), discrete)
     draws = _draws(d)
 
-    @jax.jit
-    def run(state):
-        _, aux = total_loss(nets, cfg, state.params, state.slow_val, state.retnorm, batch, start,
-                            draws)  # fmt: skip
-        new, post, metrics = train_step(cfg, nets, state, batch, start, draws)
-        return aux, new, post, metrics
-
-    aux, new, post, metrics = run(before)
+    # one program: the step's own loss pass gives the aux (one forward, not two, to compile)
+    new, aux, metrics = jax.jit(
+        lambda state: train_step_with_aux(cfg, nets, state, batch, start, draws)
+    )(before)
+    post = aux["post"]
     expected = _state(d, "updated/", cfg, mixed, template)
     return dict(d=d, cfg=cfg, nets=nets, before=before, aux=aux, new=new, post=post,
                 metrics=metrics, expected=expected, discrete=discrete, image=image,

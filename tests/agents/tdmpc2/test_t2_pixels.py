@@ -52,6 +52,7 @@ def test_pixel_latent_must_match_the_latent_dim():
         TDMPC2("dmc:cartpole-swingup", TDMPC2Config.preset(1), pixels=True)
 
 
+@pytest.mark.slow  # ~75 s on 2 cores: rendered dm_control and a pixel TD-MPC2 compile
 def test_tdmpc2_pixel_smoke_on_host_dm_control():
     """dmc:cartpole-swingup rendered at 64 x 64 with 3 stacked frames: seed steps, then
     planning and updates on shifted frames; the replay holds bytes."""

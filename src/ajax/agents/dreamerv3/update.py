@@ -90,6 +90,14 @@ def split_window(cfg: DreamerV3Config, rows: dict, discrete: bool) -> tuple[Batc
 
 def train_step(cfg: DreamerV3Config, nets: Nets, state: DreamerV3State, batch: Batch, start, key):
     """One optimiser step on every module; returns (state, posterior [B, T], metrics)."""
+    new, aux, metrics = train_step_with_aux(cfg, nets, state, batch, start, key)
+    return new, aux["post"], metrics
+
+
+def train_step_with_aux(cfg: DreamerV3Config, nets: Nets, state: DreamerV3State, batch: Batch,
+                        start, key):  # fmt: skip
+    """:func:`train_step` returning the whole of :func:`total_loss`'s aux (returns, weights,
+    normaliser, posterior) in place of the posterior alone."""
     grad_fn = jax.value_and_grad(total_loss, argnums=2, has_aux=True)
     (_, aux), grads = grad_fn(
         nets, cfg, state.params, state.slow_val, state.retnorm, batch, start, key
@@ -104,7 +112,7 @@ def train_step(cfg: DreamerV3Config, nets: Nets, state: DreamerV3State, batch: B
         updates=state.updates + 1,
     )
     metrics = {**aux["metrics"], "grad_norm": optax.global_norm(grads)}
-    return new, aux["post"], metrics
+    return new, aux, metrics
 
 
 def act(nets: Nets, params, carry: ActCarry, obs, is_first, key, deterministic: bool):
