@@ -60,7 +60,11 @@ def main(argv=None) -> int:
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     tmp = Path(tempfile.mkdtemp(prefix="ajax-before-"))
-    before = worktree(args.before, tmp / "tree")
+    try:
+        before = worktree(args.before, tmp / "tree")
+    except SystemExit:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     failed = 0
     try:
         for i in range(args.rounds):
