@@ -170,7 +170,7 @@ def _where(config: Any) -> dict[str, str]:
 def python_scalars(config: Any) -> None:
     """Store numpy integers and floats of the ``int``/``float`` fields of the frozen dataclass
     ``config`` as Python numbers (equal values, equal hashes), so configs that take
-    ``np.int64(4)`` pass the type checks. Call it in ``__post_init__`` before the checks."""
+    ``np.int64(4)`` pass the type checks (every :class:`Validated` config does, first)."""
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         value, kind = getattr(config, field.name), _scalar_kind(hints.get(field.name))
@@ -221,8 +221,9 @@ def rules_of(cls: type) -> dict[str, Rule]:
 
 
 class Validated:
-    """Mixin of the frozen config dataclasses: rules from ``RULES`` (merged along the MRO),
-    then :meth:`relations`, checked when the config is built.
+    """Mixin of the frozen config dataclasses: numpy scalars stored as Python numbers
+    (:func:`python_scalars`), then rules from ``RULES`` (merged along the MRO), then
+    :meth:`relations`, checked when the config is built.
 
     ``RENAMED`` maps a field's old name to its new one for one release: the command line takes
     the old flag with a warning (:func:`ajax.cli_flags.renamed_flags`) and a saved run's config
@@ -232,6 +233,7 @@ class Validated:
     RENAMED: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self):
+        python_scalars(self)  # np.int64(4) is taken as 4 (a dataset's or an array's number)
         validate(self, rules_of(type(self)))
         self.relations()
 

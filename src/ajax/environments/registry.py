@@ -35,7 +35,6 @@ from ajax.validation import (
     Validated,
     at_least,
     field_error,
-    python_scalars,
     require,
 )
 
@@ -112,10 +111,6 @@ class EnvConfig(Validated):
     atari_settings: str | None = None
     backend: str | None = None
     config_overrides: dict[str, Any] | None = None
-
-    def __post_init__(self):
-        python_scalars(self)  # numpy ints (e.g. a dataset's recorded limit) as Python ints
-        super().__post_init__()
 
     ARGUMENT = "make_env(..., {field}=...)"
     RULES = {

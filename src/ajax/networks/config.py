@@ -21,7 +21,6 @@ from ajax.validation import (
     at_least,
     between,
     positive,
-    python_scalars,
     require,
 )
 
@@ -50,7 +49,6 @@ class EnvSpaces(Validated):
 
     def __post_init__(self):
         object.__setattr__(self, "obs_shape", tuple(self.obs_shape))
-        python_scalars(self)
         super().__post_init__()
 
     def relations(self) -> None:
@@ -112,10 +110,6 @@ class OptimizerConfig(Validated):
     ARGUMENT = PYTHON_ARGUMENT
     RULES = {"learning_rate": positive(), "max_grad_norm": positive(optional=True)}
 
-    def __post_init__(self):
-        python_scalars(self)
-        super().__post_init__()
-
 
 @dataclass(frozen=True)
 class NetworkConfig(Validated):
@@ -157,7 +151,6 @@ class NetworkConfig(Validated):
             object.__setattr__(self, "actor_architecture", tuple(self.actor_architecture))
         object.__setattr__(self, "critic_architecture", tuple(self.critic_architecture))
         object.__setattr__(self, "memory", parse_memory_config(self.memory))
-        python_scalars(self)
         super().__post_init__()
 
     def relations(self) -> None:

@@ -19,7 +19,6 @@ from ajax.validation import (
     field_error,
     one_of,
     positive,
-    python_scalars,
     require,
 )
 
@@ -73,10 +72,6 @@ class MemoryConfig(Validated):
     RULES = {"kind": one_of(*KINDS), "hidden_size": positive(), "num_layers": positive()}
     # Sizes of one kind only: checked for that kind, ignored by the others.
     KIND_SIZES = {"transformer": ("window", "num_heads"), "mamba": ("d_state", "d_conv", "expand")}
-
-    def __post_init__(self):
-        python_scalars(self)  # numpy ints (np.int64) are taken, stored as Python ints
-        super().__post_init__()
 
     def relations(self) -> None:
         super().relations()

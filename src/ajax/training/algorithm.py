@@ -15,15 +15,7 @@ import jax.numpy as jnp
 
 from ajax.environments import is_jax_env, make_env
 from ajax.training import driver
-from ajax.training.driver import (  # noqa: F401  (their old home; the driver owns them)
-    Chunks,
-    check_seeds,
-    check_steps,
-    n_chunks_for,
-    seed_keys,
-    seeds_segment,
-    segment_fn,
-)
+from ajax.training.driver import Chunks, segment_fn
 from ajax.training.loop import Policy, evaluate, stateless
 from ajax.training.memory import check_replay_fits, device_bytes, host_bytes
 from ajax.training.sharding import device_mesh

@@ -143,8 +143,6 @@ def restore(ckpt_dir, s: Start, p: Plan, move_damaged: bool, warn) -> tuple[int 
     )
     if s.chunks is not None:
         state = shard_seeds(state, p.mesh)
-    if s.host is not None:
-        s.host.state = state
     return step, s._replace(state=state)
 
 
@@ -169,19 +167,18 @@ def segment_fn(run_chunk, num_chunks: int, on_record: Callable[[dict], None] | N
     return segment
 
 
-def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None, prepare=None,
+def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None,
                   batching: str = "vmap", compiler_options: dict | None = None):  # fmt: skip
     """The jitted :func:`segment_fn` over every seed, sharded over ``mesh`` when given
-    (:func:`~ajax.training.sharding.over_seeds`); ``prepare`` maps the input first (e.g. the
-    vmapped init from keys); ``compiler_options`` go to XLA (``Algorithm.compiler_options``).
+    (:func:`~ajax.training.sharding.over_seeds`); ``compiler_options`` go to XLA
+    (``Algorithm.compiler_options``).
     Returns a host callable ``x -> (states, records)``. Records reach
     ``on_record`` by callback as the run goes, or, sharded, once the segment returns: a
     callback inside ``shard_map`` would see one device's block of seeds only (and an ordered
     callback is refused in a program partitioned over several devices)."""
     segment = segment_fn(run_chunk, num_chunks, on_record if mesh is None else None, batching)
-    body = segment if prepare is None else (lambda x: segment(prepare(x)))
     jitted = jax.jit(
-        over_seeds(body, mesh, (SEEDS, CHUNKS_THEN_SEEDS)), compiler_options=compiler_options
+        over_seeds(segment, mesh, (SEEDS, CHUNKS_THEN_SEEDS)), compiler_options=compiler_options
     )
 
     def run(x):
@@ -239,7 +236,7 @@ def run(algo, s: Start, p: Plan, done_chunks: int = 0, checkpoint_every: int | N
         finally:  # the run is over: its envs (and their processes) go
             s.host.close()
     segments: dict[int, Any] = {}
-    state, whole, records = s.state, to_host(s.state), []
+    state, whole, records = s.state, None, []
     while done_chunks < s.n_chunks:
         n = min(every, s.n_chunks - done_chunks)
         if n not in segments:
@@ -255,7 +252,7 @@ def run(algo, s: Start, p: Plan, done_chunks: int = 0, checkpoint_every: int | N
         done_chunks += n
         if save is not None:
             save(done_chunks, whole)
-    return whole, _concat(records)
+    return (to_host(state) if whole is None else whole), _concat(records)
 
 
 def _run_host(s: Start, done_chunks, every, log, save, check) -> tuple[Any, dict]:

@@ -28,7 +28,6 @@ from ajax.validation import (
     between,
     nonnegative,
     positive,
-    python_scalars,
     require,
 )
 
@@ -133,10 +132,6 @@ class RSSMConfig(Validated):
         "unimix": between(0.0, 1.0, hi_open=True),
         **{name: nonnegative() for name in ("img_layers", "obs_layers", "dyn_layers")},
     }
-
-    def __post_init__(self):
-        python_scalars(self)
-        super().__post_init__()
 
     def relations(self) -> None:
         super().relations()
