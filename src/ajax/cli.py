@@ -1,14 +1,15 @@
 """The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``collect``, ``check``, ``envs``,
-``agents``.
+``agents``, ``presets``.
 
 ``ajax train AGENT --env ID [--steps N] [--seed S] [--n-seeds K] [--out DIR] [--overwrite]
-[--<config-field> VALUE ...]``; every field of the agent's config dataclass is a flag (``tyro``
-parses and types them). ``ajax resume DIR [--ignore-version]`` continues a run from its newest
-good checkpoint; ``ajax eval DIR [--episodes N]`` scores it; ``ajax check DIR`` reports every
-checkpoint's state (exit 1 when the run needs attention); ``ajax collect RUN --out DIR``
-writes episodes of a trained run into an offline dataset, on which ``ajax train tdmpc2
---multitask --dataset DIR`` trains. Bad input gets one
-``ajax: error: ...`` line and exit status 2; a run that diverges exits with status 3.
+[--preset NAME|none] [--<config-field> VALUE ...]``; every field of the agent's config dataclass
+is a flag (``tyro`` parses and types them), over the agent's tuned preset for the env (``ajax
+presets [AGENT] [--env ID]`` lists them). ``ajax resume DIR [--ignore-version]`` continues a
+run from its newest good checkpoint; ``ajax eval DIR [--episodes N]`` scores it; ``ajax check
+DIR`` reports every checkpoint's state (exit 1 when the run needs attention); ``ajax collect
+RUN --out DIR`` writes episodes of a trained run into an offline dataset, on which ``ajax train
+tdmpc2 --multitask --dataset DIR`` trains. Bad input gets one ``ajax: error: ...`` line and
+exit status 2; a run that diverges exits with status 3.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import tyro
 
+from ajax import cli_presets as presets
 from ajax.cli_args import (
     CollectArgs,
     ResumeArgs,
@@ -94,8 +96,10 @@ def cmd_train(argv: list[str]) -> int:
     check_agent_only(agent, rest)
     own_args, config_args = split_flags(rest, own, fields, refused)
     args = parse_flags(TrainArgs, own_args, TrainArgs())
+    preset = presets.train_preset(agent, args, config_args)
+    config_args = presets.with_protocol(preset, config_args)
     protocol_name, protocol = _protocol(config_args)
-    args = protocol_steps(args, own_args, protocol)
+    args = protocol_steps(protocol_steps(args, own_args, protocol), own_args, preset)
     check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
     if args.multitask:
         args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
@@ -104,11 +108,13 @@ def cmd_train(argv: list[str]) -> int:
     devices = args.connect()
     try:
         base = config_cls.from_protocol(protocol_name) if protocol else config_cls()
+        base = presets.apply(preset, base)
         config = parse_flags(config_cls, config_args, base) if config_args else base
     except ValueError as err:
         raise UsageError(str(err)) from err
-    algo = _make_algo(agent, args.env, config, args.env_options())
-    env_options = _recorded_env_options(args, algo, protocol)
+    given = presets.env_options_with(preset, args)
+    algo = _make_algo(agent, args.env, config, given)
+    env_options = presets.recorded_env_options(given, algo, protocol)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")
     try:
@@ -121,6 +127,7 @@ def cmd_train(argv: list[str]) -> int:
             checkpoint_every=args.checkpoint_every,
             config=dataclasses.asdict(config),
             env_options=env_options,
+            preset=preset and preset.name,
         )
     except ValueError as err:
         raise UsageError(str(err)) from err
@@ -139,6 +146,8 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(
             f"cannot create the run directory {out}: {reason}; pick a writable --out path"
         ) from err
+    if preset is not None and is_primary():
+        print(preset.notice())
     summary, _ = execute(
         algo, spec, out, progress=args.progress, wandb_project=args.wandb_project, plan=plan
     )
@@ -166,16 +175,6 @@ def _protocol(config_args: list[str]) -> tuple[str | None, object]:
         return name, protocols.get(name)
     except ValueError as err:
         raise UsageError(str(err)) from err
-
-
-def _recorded_env_options(args: TrainArgs, algo, protocol) -> dict:
-    """run.json's env options: the ones given, over the protocol's for the env's family (the
-    algorithm applied the same), tuples as the lists JSON reads back."""
-    given = args.env_options()
-    if protocol is None:
-        return given
-    options = protocol.env_options.get(algo.env.spec.family, {})
-    return {**{k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}, **given}
 
 
 def _train_help(agent: str, config_cls) -> int:
@@ -221,6 +220,7 @@ def cmd_resume(argv: list[str]) -> int:
     usage = ("usage: ajax resume DIR [--devices D] [--parallel seeds|data] "
              "[--seed-batching vmap|map] [--ignore-version]")  # fmt: skip
     positional, flags = split_positional(argv, ResumeArgs)
+    presets.refuse_on_resume(flags)
     if len(positional) != 1:
         raise UsageError(usage)
     out, args = Path(positional[0]), parse_flags(ResumeArgs, flags, ResumeArgs())
@@ -369,6 +369,7 @@ COMMANDS = {
     "check": cmd_check,
     "envs": cmd_envs,
     "agents": cmd_agents,
+    "presets": presets.cmd_presets,
 }
 
 

@@ -68,7 +68,8 @@ class TrainArgs(PlacementArgs):
 
     ``multitask`` with ``dataset`` (and optionally ``task_set``) trains TD-MPC2 offline on a
     dataset's tasks (:class:`~ajax.agents.tdmpc2.multitask.MultitaskTDMPC2`) instead of on
-    ``env``; ``steps`` then counts updates.
+    ``env``; ``steps`` then counts updates. ``preset`` names the tuned settings to start from
+    (:mod:`ajax.presets`; None: the default for the agent and env, "none": the plain defaults).
     """
 
     env: str = "Pendulum-v1"
@@ -88,6 +89,7 @@ class TrainArgs(PlacementArgs):
     multitask: bool = False
     dataset: str | None = None
     task_set: str | None = None
+    preset: str | None = None
 
     def env_options(self) -> dict:
         """The image options given (:meth:`image_options`), or a multi-task run's ``dataset``

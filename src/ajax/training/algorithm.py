@@ -50,6 +50,7 @@ class Algorithm:
     compiler_options: ClassVar[dict | None] = None
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):
+        config, env_options = self.auto_config(env, config, env_options)
         self.config = self.config_cls() if config is None else config
         if not isinstance(self.config, self.config_cls):
             raise TypeError(
@@ -78,6 +79,17 @@ class Algorithm:
         self.is_jax = is_jax_env(self.env)
         check_action_space(self, not self.env.spec.discrete, env)
         check_observations(self, self.env_id)
+
+    @classmethod
+    def auto_config(cls, env: Any, config: Any, env_options: dict) -> tuple[Any, dict]:
+        """``(config, env_options)``: for ``config="auto"`` the default preset's for the env id
+        (:mod:`ajax.presets`; the plain defaults where there is none) and its env options under
+        the ones given; otherwise as given."""
+        if not (isinstance(config, str) and config == "auto"):
+            return config, env_options
+        from ajax import presets
+
+        return presets.auto(cls, env, env_options)
 
     def make_chunks(self, total_steps: int) -> Chunks:
         raise NotImplementedError

@@ -16,7 +16,8 @@ def check_run(out: Path) -> tuple[list[str], bool]:
     protocol = spec.config.get("protocol")
     lines = [f"run {out}: {spec.agent} on {spec.env}, {spec.steps} steps, seeds "
              f"{spec.seed}..{spec.seed + spec.n_seeds - 1}"
-             + (f", protocol {protocol}" if protocol else "")]  # fmt: skip
+             + (f", protocol {protocol}" if protocol else "")
+             + (f", preset {spec.preset}" if spec.preset else "")]  # fmt: skip
     ckpt = out / "checkpoints"
     healthy = True
     try:

@@ -35,6 +35,25 @@ class LoopConfig(Validated):
         "action_repeat": positive(),
     }
 
+    @classmethod
+    def for_env(cls, env: str, env_options: dict | None = None, **overrides):
+        """The config of the agent's default preset for the env id ``env`` (tuned settings,
+        :mod:`ajax.presets`; the plain defaults where it has none), then ``overrides``.
+        ``env_options`` are the image options the env is built with (a preset may be for
+        ``pixels=True`` only). The preset's env options (e.g. ``normalize_obs``) are not part
+        of a config: ``Agent(env, config="auto")`` applies them too."""
+        from ajax import presets
+
+        return presets.for_env(cls, env, env_options, **overrides)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides):
+        """The config of the agent's preset ``name`` (``ajax presets AGENT`` lists them), then
+        ``overrides``; ValueError naming the agent's presets for another name."""
+        from ajax import presets
+
+        return presets.from_preset(cls, name, **overrides)
+
     def relations(self) -> None:
         super().relations()  # cooperative: composed pieces (Discounted, ...) may add rules
         require(

@@ -48,6 +48,8 @@ class RunSpec(Validated):
     config: dict = dataclasses.field(default_factory=dict, hash=False)
     # make_env options beyond the id (the CLI's image flags: pixels, frame_stack, resize, ...)
     env_options: dict = dataclasses.field(default_factory=dict, hash=False)
+    # the preset the config started from (ajax.presets; None: none), for ``ajax check``
+    preset: str | None = None
 
     RULES = {
         "steps": positive(),
@@ -119,7 +121,8 @@ def load_spec(out: Path) -> RunSpec:
 
 def identity(spec: RunSpec) -> dict:
     """What a checkpoint must have been made with to be resumed by ``spec`` (all of the spec
-    but ``checkpoint_every``, which only splits the same scan), plus the package version."""
+    but ``checkpoint_every``, which only splits the same scan, and ``preset``, the name of where
+    its config came from), plus the package version."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -128,6 +131,7 @@ def identity(spec: RunSpec) -> dict:
         ajax_version = "unknown"
     fields = dataclasses.asdict(spec)
     fields.pop("checkpoint_every")
+    fields.pop("preset")  # where the config came from; the config itself is compared
     if not fields["env_options"]:  # runs from before the field existed recorded none
         fields.pop("env_options")
     return jsonable({**fields, "ajax_version": ajax_version})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ajax.training.api import OffPolicyConfig
 from ajax.validation import at_least, between, positive, require
@@ -71,20 +71,7 @@ class DQNConfig(OffPolicyConfig):
 
     @classmethod
     def cartpole(cls, **overrides) -> DQNConfig:
-        """rl-zoo's CartPole-v1 DQN (hyperparams/dqn.yml): lr 2.3e-3, batch 64, 256-wide net,
-        128 updates every 256 steps, target synced at each update phase, epsilon -> 0.04 over
-        16% of 50k steps."""
-        base = cls(
-            learning_rate=2.3e-3,
-            batch_size=64,
-            buffer_size=100_000,
-            learning_starts=1_000,
-            train_freq=256,
-            gradient_steps=128,
-            target_update_interval=128,
-            epsilon_end=0.04,
-            exploration_steps=8_000,
-            hidden=256,
-            eval_freq=5_120,
-        )
-        return replace(base, **overrides)
+        """rl-zoo's CartPole-v1 DQN (hyperparams/dqn.yml; the preset ``dqn-cartpole-rlzoo``):
+        lr 2.3e-3, batch 64, 256-wide net, 128 updates every 256 steps, target synced at each
+        update phase, epsilon -> 0.04 over 16% of 50k steps."""
+        return cls.from_preset("dqn-cartpole-rlzoo", **overrides)

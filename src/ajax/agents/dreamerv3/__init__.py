@@ -78,6 +78,7 @@ class DreamerV3(ReplayAlgorithm):
     compiler_options = SAME_ON_ANY_LAYOUT
 
     def __init__(self, env="CartPole-v1", config=None, **env_options):
+        config, env_options = self.auto_config(env, config, env_options)
         protocol = getattr(config, "protocol", None)
         if protocol is not None and isinstance(env, str):
             # the protocol's env settings (configs.yaml env.<suite>) under the ones given
