@@ -164,9 +164,11 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         (["train", "sac", "--tau", "2.0"], "SACConfig.tau = 2.0 is invalid: it must be in (0, 1]"),
         (["train", "dreamerv3", "--steps", "100000000", "--buffer-size", "100000000"],
          "lower --buffer-size"),
-        (["train", "dqn", "--env", "Breakout-MinAtar", "--buffer-size", "10000000000"],
-         "lower --buffer-size"),
-        (["train", "sac", "--buffer-size", "100000000000"], "lower --buffer-size"),
+        (["train", "dqn", "--env", "Breakout-MinAtar", "--buffer-size", "2000000000"],
+         "lower --buffer-size (about"),  # within int32 (the config's limit), past any memory
+        (["train", "sac", "--buffer-size", "2000000000", "--n-seeds", "1000"],
+         "lower --buffer-size (about"),
+        (["train", "sac", "--buffer-size", "100000000000"], "lower --buffer-size to <= 2147483647"),
         (["train", "dreamerv3", "--env", "CartPole-v1", "--frame-stack", "3"],
          "frame_stack needs image observations"),
         (["train", "dreamerv3", "--env", "Breakout-MinAtar", "--grayscale"],
@@ -200,7 +202,7 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
         "env", "sac-discrete", "td3-discrete", "asac-discrete", "avg-discrete",
         "asac-gamma", "apo-gamma", "apo-memory", "sac-batchrenorm", "redq-batchrenorm", "crossq-layernorm", "sac-pretrain", "redq-imitation",
         "zero-steps", "negative-steps",
-        "config-field", "config-value", "replay-too-large", "dqn-replay-too-large", "sac-replay-too-large", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
+        "config-field", "config-value", "replay-too-large", "dqn-replay-too-large", "sac-replay-too-large", "sac-replay-past-int32", "frame-stack-vector", "grayscale-channels", "pixels-gymnax",
         "proprio-without-pixels", "enc-spaces-none", "dec-spaces-regex", "ppo-images",
         "seed-batching-host", "seed-batching-value", "tdmpc2-pixels", "replay-on-value", "replay-on-devices", "replay-on-multitask",
         "command", "eval-usage",
@@ -230,6 +232,26 @@ def test_agents_and_envs_listings(capsys):
     envs = capsys.readouterr().out
     for env_id in ("Pendulum-v1", "CartPole-v1", "CartpoleSwingup"):
         assert env_id in envs
+
+
+@pytest.mark.parametrize("cmd", ["resume", "eval", "check", "collect", "envs", "agents"])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_command_shows_its_help(cmd, flag, capsys):
+    """``ajax eval --help`` is help, not a run directory named --help (exit 0, stdout only)."""
+    assert main([cmd, flag]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"usage: ajax {cmd}") and not captured.err
+
+
+def test_a_closed_output_pipe_ends_quietly(monkeypatch, capsys):
+    """``ajax agents | head -1``: the reader went away; no BrokenPipeError traceback, exit 0."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    stream = os.fdopen(write, "w")
+    monkeypatch.setattr(sys, "stdout", stream)
+    assert main(["agents"]) == 0
+    stream.close()  # the pipe's descriptor now writes to os.devnull
+    assert "Traceback" not in capsys.readouterr().err
 
 
 def test_python_dash_m_ajax_subprocess():

@@ -55,7 +55,7 @@ BAD = [
     (lambda: EnvSpaces(**SPACES, action_high=(1.0, 1.0)), "action_low", "with action_high"),
     (lambda: EnvSpaces(**SPACES, image_shape=(2, 2, 2)), "image_shape", "H*W*C <= obs_dim 3"),
     (lambda: EnvSpaces(obs_shape=(8,), action_dim=1, continuous=True, image_shape=(2, 4)),
-     "image_shape", "(H, W, C)"),
+     "image_shape", "a tuple of 3 integers: got 2"),
     (lambda: OptimizerConfig(learning_rate=0.0), "learning_rate", "learning_rate = 0.0"),
     (lambda: OptimizerConfig(learning_rate=float("nan")), "learning_rate", "a finite number"),
     (lambda: OptimizerConfig(max_grad_norm=0.0), "max_grad_norm", "must be > 0"),

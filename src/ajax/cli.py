@@ -9,7 +9,9 @@ run from its newest good checkpoint; ``ajax eval DIR [--episodes N]`` scores it;
 DIR`` reports every checkpoint's state (exit 1 when the run needs attention); ``ajax collect
 RUN --out DIR`` writes episodes of a trained run into an offline dataset, on which ``ajax train
 tdmpc2 --multitask --dataset DIR`` trains. Bad input gets one ``ajax: error: ...`` line and
-exit status 2; a run that diverges exits with status 3.
+exit status 2; a run that diverges exits with status 3; a reader that closes the output early
+(``ajax agents | head``) ends it quietly, status 0. ``ajax COMMAND --help`` shows each
+command's usage.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,12 +28,18 @@ import tyro
 
 from ajax import cli_presets as presets
 from ajax.cli_args import (
+    USAGE,
     CollectArgs,
     ResumeArgs,
     TrainArgs,
     check_agent_only,
+    check_dataset_out,
     check_multitask,
-    flag_value,
+    check_no_args,
+    check_optional,
+    help_text,
+    parse_eval,
+    protocol_of,
     protocol_steps,
     split_positional,
 )
@@ -98,13 +107,13 @@ def cmd_train(argv: list[str]) -> int:
     args = parse_flags(TrainArgs, own_args, TrainArgs())
     preset = presets.train_preset(agent, args, config_args)
     config_args = presets.with_protocol(preset, config_args)
-    protocol_name, protocol = _protocol(config_args)
+    protocol_name, protocol = protocol_of(config_args)
     args = protocol_steps(protocol_steps(args, own_args, protocol), own_args, preset)
     check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
     if args.multitask:
         args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
-    if args.steps <= 0:
-        raise UsageError(f"--steps must be a positive number of env steps, got {args.steps}")
+    args.check_counts()
+    check_optional(own_args)  # --wandb-project: its package, before anything is written
     devices = args.connect()
     try:
         base = config_cls.from_protocol(protocol_name) if protocol else config_cls()
@@ -163,20 +172,6 @@ def cmd_train(argv: list[str]) -> int:
     return 0
 
 
-def _protocol(config_args: list[str]) -> tuple[str | None, object]:
-    """``(name, Protocol)`` of ``--protocol`` (:mod:`ajax.agents.dreamerv3.protocols`), or
-    ``(None, None)``; UsageError naming the known ones for an unknown name."""
-    name = flag_value(config_args, "--protocol")
-    if name is None:
-        return None, None
-    from ajax.agents.dreamerv3 import protocols
-
-    try:
-        return name, protocols.get(name)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
-
-
 def _train_help(agent: str, config_cls) -> int:
     """``ajax train AGENT --help``: the run options, then the agent's config fields (tyro)."""
     print(f"usage: ajax train {agent} [run options] [{config_cls.__name__} fields]\n")
@@ -217,12 +212,10 @@ def cmd_resume(argv: list[str]) -> int:
     from ajax.training import driver
     from ajax.training.run import execute, load_spec
 
-    usage = ("usage: ajax resume DIR [--devices D] [--parallel seeds|data] "
-             "[--seed-batching vmap|map] [--ignore-version]")  # fmt: skip
     positional, flags = split_positional(argv, ResumeArgs)
     presets.refuse_on_resume(flags)
     if len(positional) != 1:
-        raise UsageError(usage)
+        raise UsageError(USAGE["resume"])
     out, args = Path(positional[0]), parse_flags(ResumeArgs, flags, ResumeArgs())
     devices = args.connect()
     try:
@@ -248,7 +241,7 @@ def cmd_check(argv: list[str]) -> int:
     from ajax.training.check import check_run
 
     if len(argv) != 1 or argv[0].startswith("-"):
-        raise UsageError("usage: ajax check DIR")
+        raise UsageError(USAGE["check"])
     try:
         lines, healthy = check_run(Path(argv[0]))
     except FileNotFoundError as err:
@@ -260,22 +253,10 @@ def cmd_check(argv: list[str]) -> int:
 def cmd_eval(argv: list[str]) -> int:
     from ajax.training.evaluation import evaluate_run, record_video
 
-    usage = "usage: ajax eval DIR [--episodes N] [--video]"
-    video = "--video" in argv
-    argv = [a for a in argv if a != "--video"]
-    if not argv:
-        raise UsageError(usage)
-    out, episodes = Path(argv[0]), 10
-    if len(argv) == 3 and argv[1] == "--episodes":
-        try:
-            episodes = int(argv[2])
-        except ValueError:
-            raise UsageError(f"--episodes needs a positive integer, got {argv[2]!r}") from None
-    elif len(argv) != 1:
-        raise UsageError(usage)
-    if episodes <= 0:
-        raise UsageError(f"--episodes must be positive, got {episodes}")
+    run_dir, episodes, video = parse_eval(argv)
+    out = Path(run_dir)
     if video:
+        check_optional(["--video"])
         _check_video(out)
     try:
         returns = evaluate_run(out, episodes, _make_algo, _config_from)
@@ -299,13 +280,11 @@ def cmd_collect(argv: list[str]) -> int:
     from ajax.training.evaluation import restore_run
 
     positional, flags = split_positional(argv, CollectArgs)
-    if len(positional) != 1 or "-h" in flags or "--help" in flags:
-        raise UsageError(
-            "usage: ajax collect RUN --out DIR [--task NAME] [--replay | --episodes N "
-            "[--noise S] [--seed K]]"
-        )
+    if len(positional) != 1:
+        raise UsageError(USAGE["collect"])
     args, run_dir = parse_flags(CollectArgs, flags, CollectArgs()), Path(positional[0])
     args.check(flags)
+    check_dataset_out(Path(args.out))
     try:
         run = restore_run(run_dir, _make_algo, _config_from)
         task = args.task or _slug(run.spec.env)
@@ -340,12 +319,14 @@ def _check_video(out: Path) -> None:
 def cmd_envs(argv: list[str]) -> int:
     from ajax.environments import format_env_listing, list_envs
 
+    check_no_args("envs", argv)
     # the environments package owns the listing's format (blocked ids, availability reasons)
     print(format_env_listing(list_envs()))
     return 0
 
 
 def cmd_agents(argv: list[str]) -> int:
+    check_no_args("agents", argv)
     for name, cls in sorted(_agents().items()):
         kinds = [k for k, ok in (("continuous", cls.continuous), ("discrete", cls.discrete),
                                  ("images", cls.images)) if ok]  # fmt: skip
@@ -389,13 +370,22 @@ def main(argv: list[str] | None = None) -> int:
     from ajax.validation import ConfigError
 
     try:
-        return COMMANDS[cmd](argv[1:])
+        shown = help_text(cmd, argv[1:])
+        if shown is not None:
+            print(shown)
+            return 0
+        status = COMMANDS[cmd](argv[1:])
+        sys.stdout.flush()
+        return status
     except (UsageError, RunDirError, ConfigError) as err:
         print(f"ajax: error: {err}", file=sys.stderr)
         return 2
     except Diverged as err:
         print(f"ajax: diverged: {err}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # the reader stopped (ajax agents | head): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet exit flush
+        return 0
 
 
 if __name__ == "__main__":

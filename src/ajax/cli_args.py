@@ -1,9 +1,12 @@
-"""The run options of ``ajax train`` and ``ajax resume`` (besides an agent's config fields):
-where a run goes (devices, layout, processes) and what it trains on."""
+"""The options of the ``ajax`` commands besides an agent's config fields: where a run goes
+(devices, layout, processes) and what it trains on; ``collect``'s and ``eval``'s; the limits
+they are checked against (counts a jitted program can hold, optional packages, an output
+directory that belongs to another run); and each command's usage and help."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from ajax.cli_flags import UsageError
@@ -40,6 +43,7 @@ class PlacementArgs:
 
         from ajax.training.distributed import DistributedError, Processes, connect
 
+        check_count("--coordinator-timeout", self.coordinator_timeout, "seconds")
         try:
             processes = Processes.from_env(
                 coordinator=self.coordinator,
@@ -90,6 +94,16 @@ class TrainArgs(PlacementArgs):
     dataset: str | None = None
     task_set: str | None = None
     preset: str | None = None
+
+    def check_counts(self) -> None:
+        """UsageError naming the flag of a count that is not positive or that the jitted
+        program cannot hold (:func:`check_count`)."""
+        check_count("--steps", self.steps, "env steps")
+        check_count("--n-seeds", self.n_seeds, "seeds")
+        check_count("--checkpoint-every", self.checkpoint_every, "chunks")
+        check_count("--frame-stack", self.frame_stack, "frames")
+        if self.resize is not None:
+            check_count("--resize", self.resize, "pixels")
 
     def env_options(self) -> dict:
         """The image options given (:meth:`image_options`), or a multi-task run's ``dataset``
@@ -181,17 +195,22 @@ class CollectArgs:
     POLICY_FLAGS: ClassVar[tuple[str, ...]] = ("--episodes", "--noise", "--seed")
 
     def check(self, flags: list[str]) -> None:
-        """UsageError naming the fix for a missing ``--out``, a bad count or noise, or policy
-        options (``flags``: the tokens given) with ``--replay``."""
+        """UsageError naming the fix for a missing ``--out``, a bad count, noise or seed, or
+        policy options (``flags``: the tokens given) with ``--replay``."""
         if self.out is None:
             raise UsageError("ajax collect needs --out DIR, the dataset to write the episodes into")
         given = [f for f in self.POLICY_FLAGS
                  if any(tok == f or tok.startswith(f + "=") for tok in flags)]  # fmt: skip
         if self.replay and given:
             raise UsageError(f"--replay writes the run's replay as it is: drop {', '.join(given)}")
-        if self.episodes < 1 or not 0.0 <= self.noise <= 2.0:
+        from ajax.validation import INT32_MAX
+
+        check_count("--episodes", self.episodes, "episodes")
+        if not 0.0 <= self.noise <= 2.0:
+            raise UsageError(f"--noise must be in [0, 2], got {self.noise}")
+        if not 0 <= self.seed <= INT32_MAX:
             raise UsageError(
-                f"--episodes must be >= 1 and --noise in [0, 2], got {self.episodes}, {self.noise}"
+                f"--seed must be in [0, {INT32_MAX}] (an int32 PRNG seed), got {self.seed}"
             )
 
 
@@ -221,6 +240,20 @@ def flag_value(tokens: list[str], flag: str) -> str | None:
     return None
 
 
+def protocol_of(config_args: list[str]) -> tuple[str | None, object]:
+    """``(name, Protocol)`` of ``--protocol`` (:mod:`ajax.agents.dreamerv3.protocols`), or
+    ``(None, None)``; UsageError naming the known ones for an unknown name."""
+    name = flag_value(config_args, "--protocol")
+    if name is None:
+        return None, None
+    from ajax.agents.dreamerv3 import protocols
+
+    try:
+        return name, protocols.get(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
 def protocol_steps(args: TrainArgs, own_args: list[str], protocol) -> TrainArgs:
     """``args`` with a protocol's run length (configs.yaml ``run.steps``) unless ``--steps``
     was given."""
@@ -228,3 +261,116 @@ def protocol_steps(args: TrainArgs, own_args: list[str], protocol) -> TrainArgs:
     if protocol is None or protocol.steps is None or given:
         return args
     return dataclasses.replace(args, steps=protocol.steps)
+
+
+# ----------------------------------------------------------------------------- input limits
+
+
+def check_count(flag: str, value: int, noun: str) -> None:
+    """UsageError naming ``flag`` unless ``value`` is a positive count that the jitted program
+    can hold: its step counters, indices and shapes are int32 (at most
+    :data:`~ajax.validation.INT32_MAX`)."""
+    from ajax.validation import INT32_MAX
+
+    if value <= 0:
+        raise UsageError(f"{flag} must be a positive number of {noun}, got {value}")
+    if value > INT32_MAX:
+        raise UsageError(
+            f"{flag} {value} is past the int32 limit of {INT32_MAX} {noun} (a run's counts "
+            f"are int32 in its jitted program); lower {flag}"
+        )
+
+
+def parse_eval(argv: list[str]) -> tuple[str, int, bool]:
+    """``(run directory, episodes, video)`` of ``ajax eval DIR [--episodes N] [--video]``;
+    UsageError for anything else, or a count the evaluation cannot hold."""
+    video = "--video" in argv
+    argv = [a for a in argv if a != "--video"]
+    if len(argv) == 3 and argv[1] == "--episodes":
+        try:
+            episodes = int(argv[2])
+        except ValueError:
+            raise UsageError(f"--episodes needs a positive integer, got {argv[2]!r}") from None
+    elif len(argv) == 1 and not argv[0].startswith("-"):
+        episodes = 10
+    else:
+        raise UsageError(USAGE["eval"])
+    check_count("--episodes", episodes, "episodes")
+    return argv[0], episodes, video
+
+
+# (module, pip command) of the optional packages a flag needs.
+OPTIONAL = {
+    "--wandb-project": ("wandb", "pip install wandb"),
+    "--video": ("PIL", "pip install pillow"),
+}
+
+
+def check_optional(flags: list[str]) -> None:
+    """UsageError with the pip command for a flag in ``flags`` whose optional package is not
+    installed, before anything is written."""
+    import importlib.util
+
+    for flag, (module, pip) in OPTIONAL.items():
+        if any(tok == flag or tok.startswith(flag + "=") for tok in flags):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                raise UsageError(f"{flag} needs {module}, which is not installed: '{pip}', or "
+                                 f"drop {flag}")  # fmt: skip
+
+
+def check_dataset_out(out: Path) -> None:
+    """UsageError for a ``collect --out`` that is a run directory or inside one: the dataset
+    would mix with the run's files."""
+    from ajax.training.run import enclosing_run
+
+    found = enclosing_run(out, itself=True)
+    if found is not None:
+        run, marker = found
+        where = (
+            "is a run directory" if run == out.resolve() else f"is inside the run directory {run}"
+        )
+        raise UsageError(
+            f"--out {out} {where} (it holds {marker}); a dataset there would mix with the run's "
+            "files: pick an --out outside it"
+        )
+
+
+# ----------------------------------------------------------------------------- usage and help
+
+USAGE = {
+    "resume": "usage: ajax resume DIR [--devices D] [--parallel seeds|data] "
+    "[--seed-batching vmap|map] [--ignore-version]",
+    "eval": "usage: ajax eval DIR [--episodes N] [--video]",
+    "check": "usage: ajax check DIR",
+    "collect": "usage: ajax collect RUN --out DIR [--task NAME] [--replay | --episodes N "
+    "[--noise S] [--seed K]]",
+    "envs": "usage: ajax envs",
+    "agents": "usage: ajax agents",
+}
+WHAT = {
+    "resume": "continue the run in DIR from its newest good checkpoint",
+    "eval": "score the newest checkpoint of the run in DIR (N episodes per seed; --video writes "
+    "DIR/eval.gif of one)",
+    "check": "report the run's checkpoints and metrics; exit 1 when it needs care",
+    "collect": "write episodes of the trained run RUN into the dataset DIR",
+    "envs": "list the environments and whether each is available here",
+    "agents": "list the agents and the action spaces and observations each takes",
+}
+
+
+def help_text(cmd: str, argv: list[str]) -> str | None:
+    """The help of ``ajax CMD`` when ``argv`` asks for it (``-h``/``--help``), else None."""
+    if cmd not in USAGE or not any(a in ("-h", "--help") for a in argv):
+        return None
+    return f"{USAGE[cmd]}\n\n{WHAT[cmd]}"
+
+
+def check_no_args(cmd: str, argv: list[str]) -> None:
+    """UsageError for any argument of a listing command (``envs``, ``agents``): it takes none."""
+    if argv:
+        kind = "option" if argv[0].startswith("-") else "argument"
+        raise UsageError(f"unknown {kind} {argv[0]!r} of ajax {cmd}; {USAGE[cmd]} (no options)")

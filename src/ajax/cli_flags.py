@@ -120,8 +120,31 @@ def parse_flags(cls, args: list[str], default=None):
             detail = " ".join(body).split(": ", 1)[-1]
         message = _diagnose(cls, args)
         if message.startswith("cannot parse") and detail:
-            message = f"invalid value in '{' '.join(args)}': {detail}"
+            refused = _config_error(err)
+            quoted = _flag_tokens(args, refused.flag) if refused is not None else args
+            detail = str(refused) if refused is not None else detail
+            message = f"invalid value in '{' '.join(quoted)}': {detail}" if quoted else detail
         raise UsageError(message) from err
+
+
+def _config_error(err: BaseException):
+    """The :class:`~ajax.validation.ConfigError` that made tyro exit (its exception chain), or
+    None when tyro refused the flags themselves."""
+    from ajax.validation import ConfigError
+
+    while err is not None and not isinstance(err, ConfigError):
+        err = err.__context__
+    return err
+
+
+def _flag_tokens(args: list[str], flag: str | None) -> list[str]:
+    """The tokens of ``args`` that give ``flag`` (``--flag V ...`` or ``--flag=V``), or []: a
+    config error quotes only the flag it is about, not the whole command line."""
+    for i, tok in enumerate(args):
+        if flag is not None and tok.split("=", 1)[0] == flag:
+            values = itertools.takewhile(lambda t: not t.startswith("--"), args[i + 1 :])
+            return [tok] if "=" in tok else [tok, *values]
+    return []
 
 
 def _flag(dotted: str) -> str:

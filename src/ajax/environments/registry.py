@@ -138,7 +138,8 @@ class EnvConfig(Validated):
         )
 
     def _refuse(self, field: str, requirement: str, fix: str) -> ConfigError:
-        return field_error("EnvConfig", field, getattr(self, field), requirement, fix)
+        return field_error("EnvConfig", field, getattr(self, field), requirement, fix,
+                           argument=self.ARGUMENT)  # fmt: skip
 
     def check(self, family: str) -> None:
         """Reject options the family cannot take."""

@@ -99,6 +99,7 @@ class MemoryConfig(Validated):
                 self.init,
                 "an initializer ajax.networks.utils.parse_initialization reads",
                 f"{err}",
+                argument=PYTHON_ARGUMENT,
             ) from err
 
     @property

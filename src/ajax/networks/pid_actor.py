@@ -75,6 +75,7 @@ class PIDPolicy(Validated):
                 self.architecture,
                 "a sequence of layer tokens, not a string",
                 "write e.g. PIDPolicy(architecture=('64', 'relu'))",
+                argument=PYTHON_ARGUMENT,
             )
         # A tuple keeps the policy hashable (a flax module field, a jit-static argument).
         object.__setattr__(self, "architecture", tuple(self.architecture))

@@ -187,7 +187,9 @@ class Algorithm:
 
     def make_train(self, total_steps: int, on_record=None) -> Callable[[jax.Array], tuple]:
         """``train(key) -> (state, records)`` for one seed; jit and vmap it as you like (jit it
-        with :meth:`jit` to round as :meth:`train`)."""
+        with :meth:`jit` to round as :meth:`train`). ValueError for a ``total_steps`` that is
+        not a positive int32 (:func:`~ajax.training.driver.check_steps`)."""
+        driver.check_steps(total_steps)
         chunks = self.make_chunks(total_steps)
         segment = segment_fn(chunks.run_chunk, chunks.n_chunks, on_record)
 

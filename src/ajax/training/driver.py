@@ -64,8 +64,16 @@ def seed_keys(seeds) -> jax.Array:
 
 
 def check_steps(total_steps: int) -> None:
+    """A run's length is a positive int32: the jitted loop counts its env steps in int32."""
+    from ajax.validation import INT32_MAX
+
     if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
         raise ValueError(f"total_steps must be a positive integer, got {total_steps!r}")
+    if total_steps > INT32_MAX:
+        raise ValueError(
+            f"total_steps must be at most {INT32_MAX} (the jitted loop counts env steps in "
+            f"int32), got {total_steps}"
+        )
 
 
 def check_seeds(seed: int, n_seeds: int) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ajax.training import driver
 from ajax.training.algorithm import Algorithm
-from ajax.training.checkpoint import identity_of, save_checkpoint
+from ajax.training.checkpoint import MANIFEST, identity_of, save_checkpoint
 from ajax.training.distributed import is_primary
 from ajax.training.driver import Diverged, check_finite  # noqa: F401  (raised and used here)
 from ajax.training.io import (
@@ -67,8 +67,34 @@ def is_run_dir(path: Path) -> bool:
     return (path / RUN_FILE).exists() or (path / "metrics.jsonl").exists()
 
 
+# The files that mark a run directory (its spec, its checkpoints' manifest).
+RUN_MARKERS = (RUN_FILE, f"checkpoints/{MANIFEST}")
+
+
+def enclosing_run(path: Path, itself: bool = False) -> tuple[Path, str] | None:
+    """``(directory, marker)`` of the nearest run directory above ``path`` (symbolic links
+    followed; ``path`` itself too when ``itself``), or None: what writing into ``path`` would
+    overwrite."""
+    path = Path(path).resolve()
+    for directory in [path, *path.parents][0 if itself else 1 :]:
+        for marker in RUN_MARKERS:
+            try:
+                if (directory / marker).is_file():
+                    return directory, marker
+            except OSError:  # an unreadable directory holds no run we can see
+                continue
+    return None
+
+
 def prepare_run_dir(out: Path, spec: RunSpec, overwrite: bool) -> None:
-    """Create ``out`` for a new run; refuse one that holds another run unless ``overwrite``."""
+    """Create ``out`` for a new run; refuse one inside another run's directory (even with
+    ``overwrite``), and one that holds another run unless ``overwrite``."""
+    inside = enclosing_run(out)
+    if inside is not None:
+        raise FileExistsError(
+            f"{out} is inside the run directory {inside[0]} (it holds {inside[1]}); a run "
+            "written there would overwrite that run's files: pick an --out outside it"
+        )
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(20, "it exists and is not a directory", str(out))
     if out.exists() and is_run_dir(out):

@@ -8,7 +8,7 @@ from typing import ClassVar
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.networks.utils import ACTIVATIONS
 from ajax.training.api import LoopConfig
-from ajax.validation import between, nonnegative, one_of, positive
+from ajax.validation import between, increasing, nonnegative, one_of, positive
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class AVGConfig(LoopConfig):
         "alpha": nonnegative(),
         "hidden": positive(),
         "activation": one_of(*ACTIVATIONS),
+        "log_std_bounds": increasing(),  # arity and item types: the annotation (validate)
     }
 
     @property

@@ -14,7 +14,7 @@ from typing import ClassVar
 from ajax.agents.shared.guidance import ExpertImitation, MCPretrain
 from ajax.modules.pid_actor import PIDPolicy, pid_python_only
 from ajax.training.api import Discounted, OffPolicyConfig
-from ajax.validation import Rule, Validated, at_least, between, positive, require
+from ajax.validation import Rule, Validated, at_least, between, increasing, positive, require
 
 
 @dataclass(frozen=True)
@@ -102,18 +102,11 @@ class SoftActorCriticBase(OffPolicyConfig):
         "num_critics": at_least(1),
         "hidden": positive(),
         "init_alpha": positive(),
+        "log_std_bounds": increasing(),  # arity and item types: the annotation (validate)
     }
 
     def relations(self) -> None:
         super().relations()
-        lo, hi = self.log_std_bounds
-        require(
-            self,
-            len(self.log_std_bounds) == 2 and lo < hi,
-            "log_std_bounds",
-            "a pair (min, max) with min < max",
-            "e.g. --log-std-bounds -20 2",
-        )
         require(
             self,
             self.pretrain is None or self.PRETRAINS,

@@ -211,6 +211,7 @@ class TDMPC2Config(SequenceReplayConfig):
         "discount_max": between(0.0, 1.0, lo_open=True, hi_open=True),
         **{name: positive() for name in ("learning_rate", "grad_clip_norm", "discount_denom")},
         "tau": between(0.0, 1.0),
+        "vmax": positive(),  # the two-hot range [-vmax, vmax] (vmin == -vmax: relations)
         "rho": between(0.0, 1.0, lo_open=True),
         **{name: nonnegative() for name in ("enc_lr_scale", "termination_coef", "consistency_coef",
                                             "reward_coef", "value_coef", "entropy_coef")},
@@ -249,10 +250,8 @@ class TDMPC2Config(SequenceReplayConfig):
             "discount_min",
             f"<= discount_max ({self.discount_max})",
         )
-        try:
-            self.two_hot()  # num_bins odd and >= 3, in TwoHot's own words
-        except ValueError as err:
-            raise ConfigError(f"TDMPC2Config: {err}", "num_bins") from err
+        require(self, self.num_bins >= 3 and self.num_bins % 2 == 1, "num_bins",
+                "odd and >= 3: the two-hot bins need a centre bin at 0")  # fmt: skip
 
     @classmethod
     def preset(cls, size: int, **overrides) -> TDMPC2Config:
