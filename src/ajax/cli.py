@@ -10,7 +10,8 @@ DIR`` reports every checkpoint's state (exit 1 when the run needs attention); ``
 RUN --out DIR`` writes episodes of a trained run into an offline dataset, on which ``ajax train
 tdmpc2 --multitask --dataset DIR`` trains. Bad input gets one ``ajax: error: ...`` line and
 exit status 2; a run that diverges exits with status 3; a reader that closes the output early
-(``ajax agents | head``) ends it quietly, status 0. ``ajax COMMAND --help`` shows each
+(``ajax agents | head``) ends it quietly, status 0; a failure of the machine (a full
+disk, a write refused) is one ``ajax: error:`` line, exit 4. ``ajax COMMAND --help`` shows each
 command's usage.
 """
 
@@ -366,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    from ajax.training.failures import environment_failed
     from ajax.training.run import Diverged, RunDirError
     from ajax.validation import ConfigError
 
@@ -386,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped (ajax agents | head): nothing left to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # quiet exit flush
         return 0
+    except OSError as err:  # the machine failed (a full disk): one line, exit 4
+        return environment_failed(err)
 
 
 if __name__ == "__main__":

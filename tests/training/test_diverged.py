@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ajax.cli import main
-from ajax.training.run import Diverged, check_finite
+from ajax.training.run import Diverged, check_finite, kept_after_divergence
 
 
 def test_check_finite_names_first_bad_loss_and_step():
@@ -39,6 +39,21 @@ def test_huge_learning_rate_exits_3_and_keeps_finite_checkpoints(tmp_path, capsy
     assert main(argv) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("ajax: diverged: ") and "step 200" in err[0]
+    # the first chunk already diverged: the message says no checkpoint exists, and what to do
+    assert "no checkpoint exists" in err[0] and f"--out {out} --overwrite" in err[0]
+    assert "checkpoint is kept" not in err[0]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "diverged" and summary["step"] == 200
-    assert not (out / "checkpoints").exists()  # the first chunk already diverged
+    assert summary["checkpoint"] is None and not (out / "checkpoints").exists()
+    assert main(["check", str(out)]) == 1  # an honest check: diverged, and no checkpoint
+    care = [x for x in capsys.readouterr().out.splitlines() if x.startswith("needs care: ")]
+    assert len(care) == 2 and "it has no checkpoint" in care[0]
+    assert care[1].startswith("needs care: it diverged: ") and "loss" in care[1]
+    assert "by step 200" in care[1]
+
+
+def test_a_divergence_after_a_checkpoint_names_the_kept_one(tmp_path):
+    kept = kept_after_divergence(tmp_path, 3, 50)
+    where = tmp_path / "checkpoints" / "3"
+    assert kept == f"its last finite checkpoint ({where}, step 150) is kept"
+    assert "no checkpoint exists" in kept_after_divergence(tmp_path, None, 50)

@@ -197,6 +197,26 @@ def test_resume_refuses_invalid_json_and_another_version_unless_told(run_dir, ca
     assert main(["resume", str(run_dir), "--ignore-version"]) == 0
 
 
+def test_an_invalid_manifest_is_named_moved_aside_and_the_run_resumes(finished, run_dir, capsys):
+    """MANIFEST.json overwritten with invalid JSON is damage like a checkpoint's: named in one
+    line, moved aside with why, and the newest step that restores is used and recorded."""
+    ckpt = run_dir / "checkpoints"
+    (ckpt / MANIFEST).write_text('{"format": 1, "steps": {"3": ')
+    assert main(["check", str(run_dir)]) == 1
+    assert f"needs care: {MANIFEST} is not valid JSON" in capsys.readouterr().out
+    summary, resumed = execute(
+        SAC("Pendulum-v1", CONFIG), SPEC, run_dir, progress=False, resume=True
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{ckpt / MANIFEST} is not valid JSON" in err[0], err
+    moved = run_dir / DAMAGED / MANIFEST
+    assert f"moved to {moved}" in err[0] and "not valid JSON" in (moved / "WHY.txt").read_text()
+    for a, b in zip(jax.tree.leaves(finished[1]), jax.tree.leaves(resumed), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert main(["check", str(run_dir)]) == 0  # a new manifest records the restored step
+    assert "verdict: good" in capsys.readouterr().out
+
+
 def test_resume_without_checkpoints_restarts_the_metrics(run_dir):
     shutil.rmtree(run_dir / "checkpoints")
     execute(SAC("Pendulum-v1", CONFIG), SPEC, run_dir, progress=False, resume=True)

@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ajax.training.failures import naming
+
 FORMAT, VERSION, INDEX = "ajax-episodes", 1, "dataset.json"
 
 
@@ -102,7 +104,7 @@ class Dataset(NamedTuple):
 def _replace_atomic(path: Path, write) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(tmp, "wb") as f:
+        with naming(path), open(tmp, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())

@@ -7,6 +7,10 @@ identity of the run that made it (:func:`save_checkpoint`). Restoring verifies t
 a damaged, unreadable or unrecorded step is moved aside into ``checkpoints.damaged/`` (never
 deleted) and the newest good one is used (:func:`restore_newest_good`).
 
+A save that fails (a full disk) removes its half-written temporary and raises the OS's error,
+once, as an :class:`OSError` naming the step (:func:`~ajax.training.failures.from_orbax`);
+orbax's own logging of it is silenced.
+
 Keys are stored as raw uint32 data. orbax refuses zero-size arrays (MJX states hold some, e.g.
 ``data.act`` of a model without actuator activations), so those are stored as one placeholder
 element and restored from the template, which already holds their (empty) value.
@@ -20,9 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import logging
 import shutil
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,10 +39,12 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from ajax.buffers.host_store import host_stores
+from ajax.training.failures import from_orbax
 from ajax.training.io import read_json, write_json_atomic
 
 MANIFEST = "MANIFEST.json"
 DAMAGED = "checkpoints.damaged"
+TEMPORARY = ".orbax-checkpoint-tmp"  # orbax's suffix for a step it is still writing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,17 +96,76 @@ def digest(step_dir: Path) -> dict:
     return {"sha256": h.hexdigest(), "bytes": total, "files": files}
 
 
-def read_manifest(directory: str | Path) -> dict | None:
-    """The manifest (``{"identity": ..., "steps": {step: digest}}``), or None if absent or
-    unreadable (then no step can be verified)."""
+def load_manifest(directory: str | Path) -> tuple[dict | None, str | None]:
+    """``(manifest, problem)``: the manifest (``{"identity": ..., "steps": {step: digest}}``)
+    and None; ``(None, None)`` when there is none; ``(None, why)`` when it is invalid."""
     path = Path(directory) / MANIFEST
+    if not path.exists():
+        return None, None
     try:
         manifest = read_json(path)
-    except (OSError, ValueError):
-        return None
-    return (
-        manifest if isinstance(manifest, dict) and isinstance(manifest.get("steps"), dict) else None
-    )
+    except ValueError as err:
+        return None, f"not valid JSON ({str(err).splitlines()[0][:120]})"
+    except OSError as err:
+        return None, f"unreadable ({err.strerror or err})"
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("steps"), dict):
+        return None, "not a manifest (no 'steps' object)"
+    steps = manifest["steps"].values()
+    if not all(isinstance(d, dict) and {"sha256", "bytes"} <= set(d) for d in steps):
+        return None, "not a manifest (a step without its 'sha256' and 'bytes')"
+    return manifest, None
+
+
+def read_manifest(directory: str | Path) -> dict | None:
+    """The manifest, or None if absent or invalid (then no step can be verified)."""
+    return load_manifest(directory)[0]
+
+
+def temporaries(directory: str | Path, step: int | None = None) -> list[Path]:
+    """orbax's unfinished step directories (``<step>.orbax-checkpoint-tmp*``, of ``step`` or
+    of any), left by a save that was killed or failed."""
+    directory = Path(directory)
+    pattern = f"{'*' if step is None else step}{TEMPORARY}*"
+    return sorted(directory.glob(pattern)) if directory.is_dir() else []
+
+
+def remove_temporaries(directory: str | Path, step: int | None = None) -> None:
+    """Remove :func:`temporaries`: half-written data, never a checkpoint."""
+    for path in temporaries(directory, step):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _files(paths: list[Path]) -> set[tuple[str, int]]:
+    return {(str(f), f.stat().st_size) for p in paths for f in p.rglob("*") if f.is_file()}
+
+
+def _discard(directory: Path, step: int, poll_s: float = 0.2, limit_s: float = 10.0) -> None:
+    """Remove a failed save's temporary once nothing writes into it any more: tensorstore's
+    writes outlive the failure orbax raised (they would make the folder again). Their tasks
+    are collected here, where orbax's logging is quiet, not later at random."""
+    deadline, seen = time.monotonic() + limit_s, None
+    while time.monotonic() < deadline and seen != (now := _files(temporaries(directory, step))):
+        seen = now
+        time.sleep(poll_s)
+    remove_temporaries(directory, step)
+    gc.collect()  # "Task exception was never retrieved", logged when the tasks go
+
+
+def _drop_closed_loop() -> None:
+    """Keep ``RuntimeError: Event loop is closed`` out of ``sys.unraisablehook``: each write of a
+    failed save that ends after orbax closed its event loop reports it, from a tensorstore
+    thread. Every other unraisable error reaches the hook as before."""
+    hook = sys.unraisablehook
+    if getattr(hook, "drops_closed_loop", False):
+        return
+
+    def unraisablehook(unraisable):
+        value = unraisable.exc_value
+        if not (isinstance(value, RuntimeError) and str(value) == "Event loop is closed"):
+            hook(unraisable)
+
+    unraisablehook.drops_closed_loop = True
+    sys.unraisablehook = unraisablehook
 
 
 def steps_on_disk(directory: str | Path) -> list[int]:
@@ -118,11 +186,28 @@ def save_checkpoint(
     """Save ``state`` (a pytree of arrays) as checkpoint ``step``, then record its digest and
     ``identity`` (what made it) in the manifest; returns when both are on disk."""
     directory = Path(directory)
-    Path(directory).mkdir(parents=True, exist_ok=True)  # orbax creates none with active_processes
-    with _manager(directory, max_to_keep) as mngr:
-        host = _with_host_rows(jax.tree.map(_storable, jax.device_get(state)), lambda s: s.arrays())
-        mngr.save(step, args=ocp.args.StandardSave(host), force=True)
-        mngr.wait_until_finished()
+    directory.mkdir(parents=True, exist_ok=True)  # orbax creates none with active_processes
+    remove_temporaries(directory, step)  # a killed or failed save's: never a checkpoint
+    host = _with_host_rows(jax.tree.map(_storable, jax.device_get(state)), lambda s: s.arrays())
+    _drop_closed_loop()
+    with _quiet_orbax():
+        try:
+            with _manager(directory, max_to_keep) as mngr:
+                mngr.save(step, args=ocp.args.StandardSave(host), force=True)
+                mngr.wait_until_finished()
+        except Exception as err:  # noqa: BLE001 (orbax wraps the OS's errors in its own)
+            _discard(directory, step)
+            os_error = from_orbax(err, directory / str(step))
+            if os_error is None:
+                raise
+            raise os_error from err
+    record(directory, step, identity)
+
+
+def record(directory: str | Path, step: int, identity: dict | None = None) -> None:
+    """Record step ``step``'s digest in the manifest with ``identity`` (default: the one it
+    holds), keeping the digests it holds of the other steps still on disk."""
+    directory = Path(directory)
     old = read_manifest(directory) or {"steps": {}}
     kept = {
         str(s): old["steps"][str(s)] for s in steps_on_disk(directory) if str(s) in old["steps"]
@@ -138,13 +223,15 @@ def identity_of(directory: str | Path) -> dict | None:
     return None if manifest is None else manifest.get("identity")
 
 
-def _statuses(directory: str | Path, manifest: dict | None) -> Iterator[CheckpointStatus]:
+def _statuses(directory: str | Path, manifest: dict | None,
+              problem: str | None = None) -> Iterator[CheckpointStatus]:  # fmt: skip
     """The verification state of each step on disk, newest first, hashed one at a time (a
-    restore stops hashing at the first good step)."""
+    restore stops hashing at the first good step); ``problem`` is why there is no manifest."""
     for step in reversed(steps_on_disk(directory)):
         found = digest(Path(directory) / str(step))
         if manifest is None:
-            state, detail = "unverified", f"no readable {MANIFEST}"
+            state = "unverified"
+            detail = f"{MANIFEST} is {problem}" if problem else f"no {MANIFEST}"
         elif str(step) not in manifest["steps"]:
             state, detail = "unverified", "not in the manifest (the save did not finish)"
         elif manifest["steps"][str(step)]["sha256"] != found["sha256"]:
@@ -158,18 +245,35 @@ def _statuses(directory: str | Path, manifest: dict | None) -> Iterator[Checkpoi
 
 def check_steps(directory: str | Path) -> list[CheckpointStatus]:
     """The verification state of every step on disk, newest first (``ajax check``)."""
-    return list(_statuses(directory, read_manifest(directory)))
+    return list(_statuses(directory, *load_manifest(directory)))
+
+
+def _aside(directory: Path, name: str) -> Path:
+    """A new folder ``../checkpoints.damaged/<name>[.n]`` beside the checkpoints."""
+    dest_root = directory.parent / DAMAGED
+    dest_root.mkdir(exist_ok=True)
+    n = 0
+    while (dest := dest_root / (name if n == 0 else f"{name}.{n}")).exists():
+        n += 1
+    return dest
 
 
 def move_aside(directory: str | Path, step: int, reason: str) -> Path:
     """Move step ``step`` into ``../checkpoints.damaged/`` with a note of why; never deletes."""
     directory = Path(directory)
-    dest_root = directory.parent / DAMAGED
-    dest_root.mkdir(exist_ok=True)
-    n = 0
-    while (dest := dest_root / (f"{step}" if n == 0 else f"{step}.{n}")).exists():
-        n += 1
+    dest = _aside(directory, str(step))
     shutil.move(str(directory / str(step)), dest)
+    (dest / "WHY.txt").write_text(reason + "\n")
+    return dest
+
+
+def move_manifest_aside(directory: str | Path, reason: str) -> Path:
+    """Move an invalid manifest into ``../checkpoints.damaged/MANIFEST.json/`` with a note of
+    why, as :func:`move_aside` does a step; the next save writes a new one."""
+    directory = Path(directory)
+    dest = _aside(directory, MANIFEST)
+    dest.mkdir()
+    shutil.move(str(directory / MANIFEST), dest / MANIFEST)
     (dest / "WHY.txt").write_text(reason + "\n")
     return dest
 
@@ -182,7 +286,8 @@ def latest_step(directory: str | Path) -> int | None:
 
 @contextlib.contextmanager
 def _quiet_orbax():
-    """A failed restore makes orbax and absl log many tracebacks; the caller reports one line."""
+    """A failed save or restore makes orbax and absl log many tracebacks; the caller reports
+    one line."""
     loggers = [logging.getLogger(name) for name in ("absl", "orbax", "asyncio")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
@@ -228,14 +333,22 @@ def restore_newest_good(
 
     Without any manifest (runs from before manifests existed) the newest step is restored
     unverified and a failure is raised, not moved aside: nothing says the data is at fault.
+    An invalid manifest is damage: it is named and moved aside (``move_damaged``), and the
+    newest step that restores is used, unverified (a step that does not is moved aside).
     """
-    manifest = read_manifest(directory)
-    if manifest is None and latest_step(directory) is not None:
+    manifest, invalid = load_manifest(directory)
+    if manifest is None and invalid is None and latest_step(directory) is not None:
         warn(f"note: {Path(directory) / MANIFEST} is missing; restoring unverified checkpoints")
         step = latest_step(directory)
         return step, restore_checkpoint(directory, template, step)
-    for status in _statuses(directory, manifest):
-        problem = None if status.state == "ok" else f"{status.state}: {status.detail}"
+    if invalid is not None:
+        why = f"{MANIFEST} is {invalid}"
+        where = f"; moved to {move_manifest_aside(directory, why)}" if move_damaged else ""
+        warn(f"warning: {Path(directory) / MANIFEST} is {invalid}{where}; restoring the newest "
+             "checkpoint that reads, unverified")  # fmt: skip
+    for status in _statuses(directory, manifest, invalid):
+        trusted = status.state == "ok" or invalid is not None
+        problem = None if trusted else f"{status.state}: {status.detail}"
         if problem is None:
             try:
                 return status.step, restore_checkpoint(directory, template, status.step)

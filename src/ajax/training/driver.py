@@ -202,13 +202,16 @@ def seeds_segment(run_chunk, num_chunks: int, on_record=None, mesh=None,
 
 
 class Diverged(RuntimeError):
-    """A loss or a parameter went NaN or inf; the last finite checkpoint is kept."""
+    """A loss or a parameter went NaN or inf: the run stopped before saving it. ``kept`` says
+    what of the run is kept, which the run directory's owner knows
+    (:func:`ajax.training.run.run_prepared`)."""
 
-    def __init__(self, name: str, step: int):
+    def __init__(self, name: str, step: int, kept: str = ""):
         self.name, self.step = name, step
         super().__init__(
-            f"{name} became non-finite by step {step}; the run stopped and its last finite "
-            "checkpoint is kept (lower the learning rate or check the environment's rewards)"
+            f"{name} became non-finite by step {step}; the run stopped"
+            + (f" and {kept}" if kept else "")
+            + " (lower the learning rate or check the environment's rewards)"
         )
 
 

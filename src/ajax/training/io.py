@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ajax.training.failures import naming
 
 
 def jsonable(value: Any) -> Any:
@@ -46,7 +49,7 @@ def write_json_atomic(path: str | Path, data: Mapping[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _open_temp(path)
     try:
-        with os.fdopen(fd, "w") as f:
+        with naming(path), os.fdopen(fd, "w") as f:
             json.dump(jsonable(data), f, indent=2, allow_nan=False)
             f.flush()
             os.fsync(f.fileno())
@@ -61,13 +64,28 @@ def read_json(path: str | Path) -> dict:
         return json.load(f)
 
 
+def append_whole(path: str | Path, data: bytes) -> None:
+    """Append ``data`` in one ``write``, synced; a write the OS refuses or cuts short (a full
+    disk) is cut back off, so the file never ends with a part of ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        with naming(path):
+            try:
+                if os.write(fd, data) != len(data):  # a short write: the disk filled up
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)
+                raise
+    finally:
+        os.close(fd)
+
+
 def append_jsonl(path: str | Path, record: Mapping[str, Any]) -> None:
-    """Append one JSON object as one line, flushed and synced (a kill loses at most that line)."""
-    line = json.dumps(jsonable(record), allow_nan=False) + "\n"
-    with open(path, "a") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+    """Append one JSON object as one whole line (:func:`append_whole`: a kill loses at most
+    that line, a full disk none of it)."""
+    append_whole(path, (json.dumps(jsonable(record), allow_nan=False) + "\n").encode())
 
 
 def _is_record(value: Any) -> bool:
@@ -107,19 +125,24 @@ def truncate_jsonl(path: str | Path, max_step: int) -> list[dict]:
     records, malformed = split_jsonl(path)
     records = [r for r in records if r["step"] <= max_step]
     if malformed:
-        with open(path.with_name(path.name + ".malformed"), "a") as f:
+        kept = path.with_name(path.name + ".malformed")
+        with naming(kept), open(kept, "a") as f:
             f.writelines(malformed)
             f.flush()
             os.fsync(f.fileno())
     if not path.exists():
         return records
     fd, tmp = _open_temp(path)
-    with os.fdopen(fd, "w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with naming(path), os.fdopen(fd, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return records
 
 
@@ -147,6 +170,12 @@ def plot_curve(path: str | Path, records: Iterable[Mapping[str, Any]], title: st
     fig.tight_layout()
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with naming(path):
+            fig.savefig(tmp, dpi=100)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)

@@ -1,7 +1,9 @@
-"""Host-side logging of a run: progress bar, ``metrics.jsonl``, TensorBoard, optional W&B."""
+"""Host-side logging of a run: progress bar, ``metrics.jsonl``, TensorBoard
+(:mod:`ajax.training.tensorboard`), optional W&B."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ajax.training.io import append_jsonl
+from ajax.training.tensorboard import ScalarWriter
 
 
 def _mean(x) -> float | None:
@@ -26,6 +29,10 @@ class RunLogger:
     seeds), ``eval_returns`` (per seed), ``train_return``, ``wall_time_s`` and the agent's
     metrics; mirrors scalars to TensorBoard (and W&B when ``wandb_project`` is set); drives a
     progress bar with steps, steps/s, last eval return and ETA.
+
+    A write the OS refuses (a full disk) is kept in ``failure`` and stops every later write
+    (the records reach the logger from inside the jitted run, which must not raise);
+    :meth:`check` raises it, which the run does before each checkpoint and at its end.
     """
 
     def __init__(
@@ -47,10 +54,10 @@ class RunLogger:
         self.records: list[dict] = []
         self._tb = None
         self._wandb = None
+        self.failure: OSError | None = None
         if self.out_dir is not None and tensorboard:
-            from tensorboardX import SummaryWriter
-
-            self._tb = SummaryWriter(str(self.out_dir / "tensorboard"))
+            with self._writing():
+                self._tb = ScalarWriter(self.out_dir / "tensorboard")
         if wandb_project is not None:
             import wandb  # optional dependency: only imported when asked for
 
@@ -86,13 +93,12 @@ class RunLogger:
             if k not in ("step", "eval_return", "train_return"):
                 flat[k] = _mean(v)
         self.records.append(flat)
-        if self.out_dir is not None:
-            append_jsonl(self.out_dir / "metrics.jsonl", flat)
-        if self._tb is not None:
-            for k, v in flat.items():
-                if isinstance(v, float):
-                    self._tb.add_scalar(k, v, step)
-            self._tb.flush()
+        if self.out_dir is not None and self.failure is None:
+            with self._writing():
+                append_jsonl(self.out_dir / "metrics.jsonl", flat)
+        if self._tb is not None and self.failure is None:
+            with self._writing():
+                self._tb.add_scalars({k: v for k, v in flat.items() if isinstance(v, float)}, step)
         if self._wandb is not None:
             self._wandb.log({k: v for k, v in flat.items() if isinstance(v, float)}, step=step)
         if self._bar is not None:
@@ -101,6 +107,19 @@ class RunLogger:
             self._bar.set_postfix_str(f"eval {ev:.1f}" if ev is not None else "eval n/a")
         self.step = step
 
+    @contextlib.contextmanager
+    def _writing(self):
+        """Keep the first :class:`OSError` of a write in ``failure`` instead of raising it."""
+        try:
+            yield
+        except OSError as err:
+            self.failure = self.failure or err
+
+    def check(self) -> None:
+        """Raise the first write the OS refused, if any."""
+        if self.failure is not None:
+            raise self.failure
+
     def steps_per_second(self) -> float:
         elapsed = time.time() - self.t0
         return (self.step - self.start_step) / elapsed if elapsed > 0 else 0.0
@@ -108,7 +127,5 @@ class RunLogger:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
-        if self._tb is not None:
-            self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()

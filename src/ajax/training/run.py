@@ -18,9 +18,18 @@ import numpy as np
 
 from ajax.training import driver
 from ajax.training.algorithm import Algorithm
-from ajax.training.checkpoint import MANIFEST, identity_of, save_checkpoint
+from ajax.training.checkpoint import (
+    MANIFEST,
+    identity_of,
+    latest_step,
+    read_manifest,
+    record,
+    remove_temporaries,
+    save_checkpoint,
+)
 from ajax.training.distributed import is_primary
 from ajax.training.driver import Diverged, check_finite  # noqa: F401  (raised and used here)
+from ajax.training.failures import run_write_failed
 from ajax.training.io import (
     jsonable,
     plot_curve,
@@ -238,6 +247,8 @@ def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = Fal
     ckpt_dir = None if out is None else out / "checkpoints"
     if resume and ckpt_dir is not None:
         check_identity(spec, ckpt_dir, ignore_version)  # before any compile
+        if is_primary():  # a killed or failed save's half-written step: never a checkpoint
+            remove_temporaries(ckpt_dir)
     if plan is None:
         plan = driver.plan(algo, spec.steps, spec.seed, spec.n_seeds, devices, parallel,
                            seed_batching)  # fmt: skip
@@ -253,6 +264,8 @@ def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = Fal
     if resume and ckpt_dir is not None:
         # every process reads the same newest good step; only process 0 moves damage aside
         step, start = driver.restore(ckpt_dir, start, plan, primary, warn if primary else _quiet)
+        if step is not None and primary and read_manifest(ckpt_dir) is None:
+            record(ckpt_dir, step, identity(spec))  # it restored (unverified): recorded now
         done_chunks = step or 0
         if done_chunks > start.n_chunks:
             raise RunDirError(f"checkpoint {done_chunks} is past the run's {start.n_chunks} chunks")
@@ -265,22 +278,45 @@ def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = Fal
     return Prepared(plan, start, done_chunks, wall_offset, save, primary)
 
 
+def kept_after_divergence(out: Path, checkpoint: int | None, per_chunk: int) -> str:
+    """What a diverged run leaves: its newest checkpoint (all are finite: a segment is checked
+    before it is saved), or none, and then how to start again."""
+    if checkpoint is None:
+        return (f"no checkpoint exists (it diverged before its first); start it again with "
+                f"'ajax train ... --out {out} --overwrite'")  # fmt: skip
+    return (f"its last finite checkpoint ({out / 'checkpoints' / str(checkpoint)}, step "
+            f"{checkpoint * per_chunk}) is kept")  # fmt: skip
+
+
 def run_prepared(algo: Algorithm, spec: RunSpec, out: Path | None, p: Prepared, logger):
     """Run ``p`` to its end (:func:`~ajax.training.driver.run`), logging each chunk and
     saving each segment of ``spec.checkpoint_every`` chunks; returns the final state. A
-    divergence writes a ``diverged`` summary and re-raises :class:`Diverged`."""
+    divergence writes a ``diverged`` summary and re-raises :class:`Diverged`, saying whether a
+    checkpoint is kept. A write the logger could not make (a full disk) is raised before the
+    next checkpoint, so no checkpoint is ahead of ``metrics.jsonl``."""
+    save = p.save
+    if save is not None:
+
+        def save(step, state):
+            logger.check()
+            p.save(step, state)
+
     try:
         state, _ = driver.run(algo, p.start, p.plan, p.done_chunks, spec.checkpoint_every,
-                              logger, p.save)  # fmt: skip
-        return state
+                              logger, save)  # fmt: skip
     except Diverged as err:
-        if out is not None and p.primary:
-            diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
-                        "diverged": err.name, "step": err.step, "seeds": p.seeds}  # fmt: skip
-            write_json_atomic(out / "summary.json", diverged)
-        raise
+        if out is None or not p.primary:
+            raise
+        kept = latest_step(out / "checkpoints")
+        diverged = {"agent": spec.agent, "env": spec.env, "status": "diverged",
+                    "diverged": err.name, "step": err.step, "seeds": p.seeds,
+                    "checkpoint": kept}  # fmt: skip
+        write_json_atomic(out / "summary.json", diverged)
+        raise Diverged(err.name, err.step, kept_after_divergence(out, kept, p.per_chunk)) from None
     finally:
         logger.close()
+    logger.check()
+    return state
 
 
 def summarise(spec: RunSpec, out: Path | None, p: Prepared, logger) -> dict[str, Any]:
@@ -331,15 +367,26 @@ def execute(
     arrays, so a run saved on 4 devices resumes on any device count that fits the layout), and
     nor is ``seed_batching`` (:func:`~ajax.training.sharding.per_seed`). ``plan``, when the
     caller validated the run already (:func:`ajax.training.driver.plan`), replaces those three.
+
+    A write into ``out`` that the OS refuses (a full disk) stops the run with a
+    :class:`~ajax.training.failures.WriteFailed` naming the path, the cause and the resume
+    that continues it; the last good checkpoint and whole ``metrics.jsonl`` lines stay.
     """
-    p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching, plan)
-    logger = RunLogger(
-        out if p.primary else None,
-        p.n_chunks * p.per_chunk,
-        p.done_chunks * p.per_chunk,
-        progress=progress and p.primary,
-        wandb_project=wandb_project if p.primary else None,
-        wall_time_offset=p.wall_offset,
-    )
-    state = run_prepared(algo, spec, out, p, logger)
-    return summarise(spec, out, p, logger), state
+    try:
+        p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching,
+                    plan)  # fmt: skip
+        logger = RunLogger(
+            out if p.primary else None,
+            p.n_chunks * p.per_chunk,
+            p.done_chunks * p.per_chunk,
+            progress=progress and p.primary,
+            wandb_project=wandb_project if p.primary else None,
+            wall_time_offset=p.wall_offset,
+        )
+        logger.check()
+        state = run_prepared(algo, spec, out, p, logger)
+        return summarise(spec, out, p, logger), state
+    except OSError as err:  # a write the OS refused: the one line says how to go on
+        if out is None:
+            raise
+        raise run_write_failed(err, out, latest_step(out / "checkpoints")) from err

@@ -16,6 +16,7 @@ import numpy as np
 
 from ajax.environments import make_env
 from ajax.networks.pixels import split_image
+from ajax.training.failures import naming
 from ajax.training.unroll import host_unroll, unroll
 
 # Distinct colours for channel planes, in channel order (a later channel paints over).
@@ -48,9 +49,14 @@ def write_gif(path: Path, frames: np.ndarray, fps: int = 15) -> None:
 
     images = [Image.fromarray(f) for f in frames]
     tmp = path.with_name(f".{path.name}.tmp")
-    images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                   duration=int(1000 / fps), loop=0)  # fmt: skip
-    os.replace(tmp, path)
+    try:
+        with naming(path):
+            images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                           duration=int(1000 / fps), loop=0)  # fmt: skip
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def record_episode(algo, agent_state, key: jax.Array, max_frames: int = 1000) -> np.ndarray:
