@@ -14,7 +14,8 @@ old dataset or the new one.
 The official format (nicklashansen/tdmpc2 trainer/offline_trainer.py and common/buffer.py) is
 a directory of ``*.pt`` TensorDicts [E, L + 1] with ``obs``, ``action``, ``reward`` and
 ``task``, where row 0's action and reward are placeholders (the buffer reads ``action[:, 1:]``).
-Reading it needs torch and tensordict (not dependencies of Ajax), and the task set it was made
+It is read without torch (:mod:`ajax.buffers.torch_pickle`; torch and tensordict, not
+dependencies of Ajax, only for pickles that reader does not know), given the task set it was made
 for (its ``task`` ids index that set); each task's own observation and action widths are the
 columns its data ever fills.
 """
@@ -29,6 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ajax.buffers import torch_pickle
 from ajax.training.failures import naming
 
 FORMAT, VERSION, INDEX = "ajax-episodes", 1, "dataset.json"
@@ -224,23 +226,37 @@ def official_to_episodes(obs, action, reward, task, names) -> Dataset:
     return Dataset(tuple(tasks), episodes)
 
 
+def _load_pt(path: Path) -> dict:
+    """One official ``*.pt`` TensorDict as a dict of numpy arrays: read without torch
+    (:mod:`ajax.buffers.torch_pickle`), or with torch and tensordict where that reader does not
+    know the file's pickle (e.g. another tensordict version's)."""
+    try:
+        return torch_pickle.load(path)
+    except torch_pickle.UnsupportedPickle as unsupported:
+        try:
+            import torch
+        except ImportError as err:
+            raise DatasetError(
+                f"{path}: {unsupported}; reading it needs torch and tensordict (pip install "
+                "torch tensordict, CPU wheels), or convert it elsewhere to Ajax's format"
+            ) from err
+        td = torch.load(path, weights_only=False)
+        return {k: td[k].numpy() for k in td.keys()}
+
+
 def _read_official(root: Path, names) -> Dataset:
     if names is None:
         raise DatasetError(
             f"{root} holds an official TD-MPC2 dataset (*.pt), whose task ids need the task set "
             "it was made for: pass --task-set (mt30 or mt80)"
         )
-    try:
-        import torch  # noqa: F401  (the official files are torch pickles of TensorDicts)
-    except ImportError as err:
-        raise DatasetError(
-            f"reading the official dataset in {root} needs torch and tensordict; pip install "
-            "torch tensordict (CPU wheels), or convert it elsewhere to Ajax's format"
-        ) from err
     parts = []
     for path in sorted(root.glob("*.pt")):
-        td = torch.load(path, weights_only=False)
-        parts.append([np.asarray(td[k].numpy()) for k in ("obs", "action", "reward", "task")])
+        td = _load_pt(path)
+        missing = [k for k in ("obs", "action", "reward", "task") if k not in td]
+        if missing:
+            raise DatasetError(f"{path} lacks {missing}; is this a TD-MPC2 dataset?")
+        parts.append([np.asarray(td[k]) for k in ("obs", "action", "reward", "task")])
     stacked = [np.concatenate(xs) for xs in zip(*parts, strict=True)]
     return official_to_episodes(*stacked, tuple(names))
 

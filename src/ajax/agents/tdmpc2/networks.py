@@ -135,13 +135,14 @@ class WorldModel(nn.Module):
     def task_emb(self, task: jax.Array) -> jax.Array:
         """Embedding [..., task_dim] of task ids [...], each row scaled to norm <= 1.
 
-        torch's ``max_norm=1`` renormalises a looked-up row in place without a gradient; here
-        the scale min(1, 1 / (|e| + 1e-7)) is applied at lookup under stop_gradient, the same
-        forward value (deviations.md T56 on the stored row).
+        torch's ``max_norm=1`` renormalises a looked-up row in place, without a gradient, by
+        1 / (|e| + 1e-7) where |e| > 1. Here the same factor is applied at lookup under
+        stop_gradient (the same forward value); the update first rewrites its batch's rows with
+        :func:`renorm_task_emb`, so there the factor is 1 and the gradient reaches the stored
+        row as in the reference (deviations.md T56).
         """
         e = self._task_emb(jnp.asarray(task, jnp.int32))
-        norm = jnp.linalg.norm(e, axis=-1, keepdims=True)
-        return e * jax.lax.stop_gradient(jnp.minimum(1.0, 1.0 / (norm + 1e-7)))
+        return e * jax.lax.stop_gradient(_renorm_factor(e))
 
     def _with_task(self, x: jax.Array, task) -> jax.Array:
         """[x, e(task)] in multi-task models (e broadcast over x's batch), else x."""
@@ -235,6 +236,25 @@ class WorldModel(nn.Module):
         if self.cfg.episodic:
             out["termination"] = self.termination(z)
         return out
+
+
+def _renorm_factor(rows: jax.Array) -> jax.Array:
+    """torch ``embedding_renorm_`` with max_norm 1 (aten Embedding.cpp): rows [..., D] of norm
+    above 1 are multiplied by 1 / (norm + 1e-7), the others by 1; returns the factor [..., 1]."""
+    norm = jnp.linalg.norm(rows, axis=-1, keepdims=True)
+    return jnp.where(norm > 1.0, 1.0 / (norm + 1e-7), 1.0)
+
+
+def renorm_task_emb(params: dict, task) -> dict:
+    """``params`` with the stored task-embedding rows of ``task`` (ids, any shape) renormalised
+    in place as torch's ``nn.Embedding(max_norm=1)`` lookup does (world_model.py:20, :89); rows
+    not looked up keep their values. A single-task ``params`` (no "task_emb") is returned as is."""
+    if TASK_EMB not in params:
+        return params
+    table = params[TASK_EMB]["embedding"]
+    seen = jnp.zeros(table.shape[:1], bool).at[jnp.ravel(jnp.asarray(task, jnp.int32))].set(True)
+    factor = jnp.where(seen[:, None], _renorm_factor(table), 1.0)
+    return {**params, TASK_EMB: {"embedding": table * factor}}
 
 
 def task_embedding(model: WorldModel, params: dict, task) -> jax.Array | None:

@@ -17,10 +17,9 @@ import numpy as np
 
 from ajax.validation import ConfigError, Validated
 
-# The official task sets (common/__init__.py TASK_SET), in task-id order: the ids of an official
-# dataset's ``task`` field index these tuples. Written from the paper's task lists (App. C, Tables
-# 5-6) and the repository's README; GitHub was unreachable when this was written, so the order
-# could not be checked against the file itself (docs/world_models/deviations.md T56).
+# The official task sets (common/__init__.py:30-69 TASK_SET), in task-id order: the ids of an
+# official dataset's ``task`` field index these tuples. Checked name for name against the file at
+# e9f5932 (test_t2_mt_parity.py; deviations.md T56).
 _DMC = (
     "walker-stand", "walker-walk", "walker-run", "cheetah-run", "reacher-easy", "reacher-hard",
     "acrobot-swingup", "pendulum-swingup", "cartpole-balance", "cartpole-balance-sparse",
@@ -112,6 +111,19 @@ class TaskSet(Validated):
         if name not in self.names:
             raise ValueError(f"task {name!r} is not one of this model's tasks {list(self.names)}")
         return self.names.index(name)
+
+
+def task_set_widths(task_set: str, model_size: int) -> dict[str, int]:
+    """The widths the official parser gives a model of ``model_size`` trained on ``task_set``
+    (common/parser.py:49-62): task_dim 96 for mt80 or sizes 1 and 317, else 64 ("slight
+    inconsistency in task_dim for the mt30 experiments"), and latent_dim 512 for mt30 at size
+    19. Pass them to :meth:`TDMPC2Config.preset` to load or reproduce official checkpoints."""
+    if task_set not in TASK_SETS:
+        raise ValueError(f"unknown task set {task_set!r}; known: {', '.join(TASK_SETS)}")
+    out = {"task_dim": 96 if task_set == "mt80" or model_size in (1, 317) else 64}
+    if task_set == "mt30" and model_size == 19:
+        out["latent_dim"] = 512
+    return out
 
 
 def check_task_set(task_set: str, names) -> None:

@@ -12,6 +12,13 @@ arXiv:2310.16828v2 Sec. 3.1 and Algorithm 1; nicklashansen/tdmpc2 tdmpc2.py ``_u
    pair, dropout on); the RunningScale is updated from the t = 0 values first; own Adam.
 4. Target Qs <- EMA(online Qs, tau) after both steps.
 
+Multi-task (HEAD world_model.py:20, tdmpc2.py:22-31, :214-231): the batch's task-embedding rows
+are renormalised in place at the first lookup of each step (``nn.Embedding(max_norm=1)``), and
+the policy loss's gradient reaches the embedding (pi and the detached Qs both read it) but no
+optimiser steps it there: torch keeps it in ``.grad`` (the world model's ``zero_grad`` ran
+before ``update_pi``), so it joins the next update's world-model gradient, clip and norm
+included. :attr:`TDMPC2State.emb_grad` carries it.
+
 Every random draw is an input (:class:`UpdateNoise`), so an update can be replayed exactly.
 """
 
@@ -25,7 +32,14 @@ import optax
 from ajax.agents.tdmpc2 import losses
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import keep_masks, reduce_pair
-from ajax.agents.tdmpc2.networks import Q_members, WorldModel, latent_rollout, task_embedding
+from ajax.agents.tdmpc2.networks import (
+    TASK_EMB,
+    Q_members,
+    WorldModel,
+    latent_rollout,
+    renorm_task_emb,
+    task_embedding,
+)
 from ajax.agents.tdmpc2.optim import adam_grouped, pi_adam
 from ajax.agents.tdmpc2.pixels import draw_shifts, shift_images
 from ajax.agents.tdmpc2.policy import head_scaled_entropy, sample_squashed
@@ -36,13 +50,16 @@ from ajax.normalizers import RunningScale
 
 class TDMPC2State(flax.struct.PyTreeNode):
     """Learner state: all world-model params (policy included), the target Qs, both optimiser
-    states and the Q scale."""
+    states and the Q scale; a multi-task model also carries ``emb_grad``, the last policy
+    loss's gradient of the task embedding, which the next world-model step adds to its own
+    (module docstring; None for a single task)."""
 
     params: dict
     target_Qs: dict
     wm_opt: optax.OptState
     pi_opt: optax.OptState
     scale: RunningScale
+    emb_grad: jax.Array | None = None
 
 
 class UpdateNoise(flax.struct.PyTreeNode):
@@ -108,6 +125,7 @@ def init_state(cfg: TDMPC2Config, model: WorldModel, key: jax.Array, obs_dim: in
         wm_opt=wm_tx.init(_wm_params(params)),
         pi_opt=pi_tx.init(params["pi"]),
         scale=RunningScale.create(cfg.tau),
+        emb_grad=None if model.tasks is None else jnp.zeros_like(params[TASK_EMB]["embedding"]),
     )
 
 
@@ -174,9 +192,12 @@ def _world_model_loss(wm_params, pi_params, cfg, model, batch, next_z, targets, 
     return total, (zs, parts)
 
 
-def _policy_loss(pi_params, cfg, model, wm_params, zs, scale, noise, task):
-    """The policy step's loss; the world model (Qs, task embedding) is a constant here."""
+def _policy_loss(pi_params, emb_params, cfg, model, wm_params, zs, scale, noise, task):
+    """The policy step's loss. The world model is a constant here, except a multi-task model's
+    task embedding ``emb_params``, whose gradient the caller keeps (module docstring)."""
     wm_params = jax.lax.stop_gradient(wm_params)
+    if emb_params is not None:
+        wm_params = {**wm_params, TASK_EMB: emb_params}
     dist = model.apply({"params": {**wm_params, "pi": pi_params}}, zs, task, method="pi")
     sample = sample_squashed(dist, noise.pi_eps)
     q = _q_pair(
@@ -211,19 +232,28 @@ def update_with_noise(
     discounts [B] (``TaskSet.discounts``), as tdmpc2.py's ``self.discount[task]``.
     """
     wm_tx, pi_tx = optimisers(cfg)
+    multitask = model.tasks is not None
+    if multitask:  # the TD target's first lookup renormalises the batch's rows
+        state = state.replace(params=renorm_task_emb(state.params, task))
     next_z, targets = _td_targets(cfg, model, discount, state, batch, noise, task)
     wm_params, pi_params = _wm_params(state.params), state.params["pi"]
     grad_fn = jax.value_and_grad(_world_model_loss, has_aux=True)
     (total, (zs, parts)), grads = grad_fn(
         wm_params, pi_params, cfg, model, batch, next_z, targets, noise, task
     )
+    if multitask:  # the previous policy loss's gradient, left in .grad (module docstring)
+        emb = grads[TASK_EMB]["embedding"] + state.emb_grad
+        grads = {**grads, TASK_EMB: {"embedding": emb}}
     updates, wm_opt = wm_tx.update(grads, state.wm_opt, wm_params)
     wm_params = optax.apply_updates(wm_params, updates)
+    if multitask:  # update_pi's first lookup renormalises the stepped rows again
+        wm_params = renorm_task_emb(wm_params, task)
 
-    pi_grad_fn = jax.value_and_grad(_policy_loss, has_aux=True)
-    (pi_loss, (scale, entropy)), pi_grads = pi_grad_fn(
-        pi_params, cfg, model, wm_params, jax.lax.stop_gradient(zs), state.scale, noise, task
-    )
+    pi_grad_fn = jax.value_and_grad(_policy_loss, argnums=(0, 1), has_aux=True)
+    (pi_loss, (scale, entropy)), (pi_grads, emb_grads) = pi_grad_fn(
+        pi_params, wm_params.get(TASK_EMB), cfg, model, wm_params, jax.lax.stop_gradient(zs),
+        state.scale, noise, task,
+    )  # fmt: skip
     pi_updates, pi_opt = pi_tx.update(pi_grads, state.pi_opt, pi_params)
     pi_params = optax.apply_updates(pi_params, pi_updates)
 
@@ -233,6 +263,7 @@ def update_with_noise(
         wm_opt=wm_opt,
         pi_opt=pi_opt,
         scale=scale,
+        emb_grad=emb_grads["embedding"] if multitask else None,
     )
     metrics = {
         **parts,
