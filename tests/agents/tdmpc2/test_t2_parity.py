@@ -57,10 +57,25 @@ def _component(sd, prefix, template, ensemble=False):
     return {"member": out} if ensemble else out
 
 
+def conv_encoder(sd: dict, prefix: str = "_encoder.rgb") -> dict:
+    """The pixel encoder's flax params from torch's ``conv`` Sequential (layers.py:136-150):
+    Conv2d at indices 2, 4, 6, 8, weight [out, in, kh, kw] -> kernel [kh, kw, in, out]."""
+    return {
+        f"conv_{i}": {
+            "kernel": np.transpose(sd[f"{prefix}.{j}.weight"], (2, 3, 1, 0)),
+            "bias": sd[f"{prefix}.{j}.bias"],
+        }
+        for i, j in enumerate((2, 4, 6, 8))
+    }
+
+
 def torch_to_flax(sd: dict, template: dict) -> dict:
-    """Ajax WorldModel params from official ``named_parameters()`` (without ``model.``)."""
+    """Ajax WorldModel params from official ``named_parameters()`` (without ``model.``); a
+    pixel model's encoder (``conv_*`` in ``template``) from ``_encoder.rgb``."""
     tree = {
-        name: _component(sd, prefix, template[name], ensemble=name == "Qs")
+        name: conv_encoder(sd)
+        if name == "encoder" and "conv_0" in template[name]
+        else _component(sd, prefix, template[name], ensemble=name == "Qs")
         for name, prefix in _PREFIX.items()
     }
     expect = jax.tree.structure(template)
@@ -99,16 +114,27 @@ def _with_adam(opt_state, mu, nu, step):
     return jax.tree.map(put, opt_state, is_leaf=lambda s: isinstance(s, optax.ScaleByAdamState))
 
 
+def nchw_to_flat(frames: np.ndarray) -> np.ndarray:
+    """Official frames [..., C, H, W] as Ajax's flat images [..., H W C]."""
+    return np.moveaxis(frames, -3, -1).reshape(*frames.shape[:-3], -1)
+
+
 def _setup(data, dropout):
+    """Config, model, discount, pre-update state and batch; a fixture with ``hp/num_channels``
+    is a pixel one (obs [H + 1, B, C, 64, 64] uint8 frames)."""
     hp = _sub(data, "hp/")
+    obs = data["batch/obs"]
+    image_shape = (*obs.shape[-2:], obs.shape[-3]) if "num_channels" in hp else None
+    extra = {"num_channels": int(hp["num_channels"])} if image_shape else {}
     cfg = TDMPC2Config.preset(
         1, enc_dim=int(hp["enc_dim"]), mlp_dim=int(hp["mlp_dim"]),
         latent_dim=int(hp["latent_dim"]), num_q=int(hp["num_q"]),
         grad_clip_norm=float(hp["grad_clip_norm"]), batch_size=int(hp["batch_size"]),
-        dropout=dropout,
+        dropout=dropout, **extra,
     )  # fmt: skip
-    model = WorldModel(cfg, int(hp["action_dim"]))
-    state = init_state(cfg, model, jax.random.PRNGKey(0), int(hp["obs_dim"]))
+    model = WorldModel(cfg, int(hp["action_dim"]), image_shape)
+    obs_dim = int(np.prod(image_shape)) if image_shape else int(hp["obs_dim"])
+    state = init_state(cfg, model, jax.random.PRNGKey(0), obs_dim)
     params = torch_to_flax(_sub(data, "param/"), state.params)
     mu = torch_to_flax(_sub(data, "adam/exp_avg/"), state.params)
     nu = torch_to_flax(_sub(data, "adam/exp_avg_sq/"), state.params)
@@ -123,7 +149,7 @@ def _setup(data, dropout):
         scale=RunningScale(value=jnp.asarray(data["scale/value_before"][0]), rate=cfg.tau),
     )
     batch = TDMPC2Slice(
-        obs=jnp.asarray(data["batch/obs"]),
+        obs=jnp.asarray(nchw_to_flat(obs) if image_shape else obs),
         action=jnp.asarray(data["batch/action"]),
         reward=jnp.asarray(data["batch/reward"][..., 0]),
         terminated=jnp.asarray(data["batch/terminated"][..., 0]),

@@ -47,6 +47,28 @@ def test_shift_is_an_edge_replicated_integer_translation():
     np.testing.assert_array_equal(down_right, expected)
 
 
+def test_planning_shifts_the_observation_with_its_own_draw():
+    """As the official encoder (ShiftAug inside, layers.py:136-150), a pixel plan encodes its
+    observation shifted by ``ActNoise.shift``: the same as planning on the pre-shifted frame."""
+    from ajax.agents.tdmpc2.act import draw_act_noise, plan_one
+
+    cfg = TDMPC2Config.preset(5, mlp_dim=16, planner=PlannerConfig(
+        horizon=2, iterations=1, num_samples=8, num_elites=2, num_pi_trajs=2))  # fmt: skip
+    model = WorldModel(cfg, 1, (64, 64, 9))
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (64 * 64 * 9,))
+    params = model.init(jax.random.PRNGKey(0), obs[None], jnp.zeros((1, 1)))["params"]
+    noise = draw_act_noise(jax.random.PRNGKey(2), cfg, 1, (64, 64, 9))
+    assert noise.shift is not None and noise.shift.shape == (2,)
+    shift = jnp.array([0, 5])  # a real move whatever the key drew
+    run = jax.jit(lambda o, nz: plan_one(cfg, model, 0.99, params, o, jnp.zeros((2, 1)),
+                                         jnp.asarray(True), nz, True))  # fmt: skip
+    moved = run(obs, noise.replace(shift=shift))
+    pre = run(shift_images(obs, shift, (64, 64, 9)), noise.replace(shift=None))
+    plain = run(obs, noise.replace(shift=None))
+    np.testing.assert_allclose(moved.mean, pre.mean, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(moved.mean, plain.mean, atol=1e-6)
+
+
 def test_pixel_latent_must_match_the_latent_dim():
     with pytest.raises(ValueError, match="pixel encoder gives 512 features.*--model-size 5"):
         TDMPC2("dmc:cartpole-swingup", TDMPC2Config.preset(1), pixels=True)

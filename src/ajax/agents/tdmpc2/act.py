@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import reduce_pair
 from ajax.agents.tdmpc2.networks import Q_members, WorldModel, task_embedding
+from ajax.agents.tdmpc2.pixels import draw_shifts, shift_images
 from ajax.agents.tdmpc2.planner import PlanNoise, PlanResult, plan
 from ajax.agents.tdmpc2.policy import sample_squashed
 
@@ -31,10 +32,13 @@ class ValueNoise(flax.struct.PyTreeNode):
 
 
 class ActNoise(flax.struct.PyTreeNode):
-    """Draws of one planning decision: policy-trajectory noise [H, P, A] and the plan's noise."""
+    """Draws of one planning decision: policy-trajectory noise [H, P, A], the plan's noise and,
+    on pixels, the observation's crop offset ``shift`` (dy, dx) [2]: the official encoder
+    shifts at every encode, acting and evaluation included (layers.py:36-59, D54)."""
 
     pi_trajs: jax.Array
     plan: PlanNoise
+    shift: jax.Array | None = None
 
 
 class ActState(flax.struct.PyTreeNode):
@@ -51,8 +55,11 @@ class ActState(flax.struct.PyTreeNode):
         )
 
 
-def draw_act_noise(key: jax.Array, cfg: TDMPC2Config, action_dim: int) -> ActNoise:
-    """Every random input of one planning decision."""
+def draw_act_noise(
+    key: jax.Array, cfg: TDMPC2Config, action_dim: int, image_shape=None
+) -> ActNoise:
+    """Every random input of one planning decision (a pixel model's ``image_shape`` adds the
+    shift, from its own key: the state draws are unchanged)."""
     p = cfg.planner
     iterations = p.num_iterations(action_dim)
     k = jax.random.split(key, 6)
@@ -69,7 +76,8 @@ def draw_act_noise(key: jax.Array, cfg: TDMPC2Config, action_dim: int) -> ActNoi
         action=jax.random.normal(k[4], (action_dim,)),
     )
     pi_trajs = jax.random.normal(k[5], (p.horizon, p.num_pi_trajs, action_dim))
-    return ActNoise(pi_trajs=pi_trajs, plan=noise)
+    shift = None if image_shape is None else draw_shifts(jax.random.fold_in(key, 6), ())
+    return ActNoise(pi_trajs=pi_trajs, plan=noise, shift=shift)
 
 
 def estimate_value(
@@ -121,7 +129,10 @@ def plan_one(
     task: jax.Array | None = None,
 ) -> PlanResult:
     """One planning decision for one observation [O] (tdmpc2.py ``_plan``); a multi-task
-    model plans for task id ``task`` (a scalar) with its action mask."""
+    model plans for task id ``task`` (a scalar) with its action mask. A pixel observation is
+    shifted by ``noise.shift`` first, as the official encoder does."""
+    if noise.shift is not None:
+        obs = shift_images(obs, noise.shift, model.image_shape)
     z = model.apply({"params": params}, obs, task, method="encode")
     pi_actions = None
     if cfg.planner.num_pi_trajs > 0:
@@ -138,7 +149,8 @@ def act(cfg, model, discount, params, act_state: ActState, obs, key, eval_mode, 
     """Plan for every env: ``(actions [N, A], new ActState)``; t0 clears after planning.
     ``task`` [N] are a multi-task model's task ids (None for a single task)."""
     n = obs.shape[0]
-    noise = jax.vmap(lambda k: draw_act_noise(k, cfg, model.action_dim))(jax.random.split(key, n))
+    draw = lambda k: draw_act_noise(k, cfg, model.action_dim, model.image_shape)
+    noise = jax.vmap(draw)(jax.random.split(key, n))
     out = jax.vmap(
         lambda o, m, t, nz, i: plan_one(cfg, model, discount, params, o, m, t, nz, eval_mode, i)
     )(obs, act_state.prev_mean, act_state.t0, noise, task)

@@ -1,16 +1,21 @@
 """TD-MPC2's pixel encoder and its random-shift augmentation.
 
-nicklashansen/tdmpc2 common/layers.py (``conv``, ``ShiftAug``, ``PixelPreprocess``) and
-common/world_model.py (the ``rgb`` encoder), written from the reference's structure (it could
-not be fetched in the session that wrote this; deviations.md D54): 64 x 64 frames (3 stacked RGB
-frames, 9 channels, by the env's ``frame_stack=3``) scaled to [-0.5, 0.5], four VALID
-convolutions of ``num_channels`` (32) filters, 7x7/2, 5x5/2, 3x3/2, 3x3/1, ReLU between them
-(64 -> 29 -> 13 -> 6 -> 4), flattened (4 x 4 x 32 = 512, the latent) and SimNorm-ed.
-Convolutions keep torch's default init (the reference's ``weight_init`` leaves Conv2d alone).
+nicklashansen/tdmpc2 common/layers.py:36-71 (``ShiftAug``, ``PixelPreprocess``), :136-150
+(``conv``) and :153-162 (the ``rgb`` encoder, SimNorm last), checked against the official code
+by ``tests/agents/tdmpc2/fixtures/tdmpc2_pixel_*.npz`` (deviations.md D54): 64 x 64 frames (3
+stacked RGB frames, oldest first, 9 channels, as dmcontrol.py:66-81) scaled to [-0.5, 0.5],
+four VALID convolutions of ``num_channels`` (32) filters, 7x7/2, 5x5/2, 3x3/2, 3x3/1, ReLU
+between them (64 -> 29 -> 13 -> 6 -> 4), flattened channel-major as torch's ``nn.Flatten`` of
+NCHW (so SimNorm's groups of 8 are runs of one channel's feature map) into 4 x 4 x num_channels
+features, the latent. Convolutions keep torch's default init (init.py ``weight_init`` leaves
+Conv2d alone).
 
-The shift augmentation (DrQ-v2's, pad 3: edge-replicated padding, then an integer crop offset
-per image) is drawn per update over every frame of the batch (:func:`shift_images`); the
-reference also shifts at acting time, Ajax acts on the unshifted frames (D54).
+The shift augmentation (layers.py:36-59, DrQ-v2's, pad 3) is an integer translation of each
+image with edge-replicated padding: ``grid_sample`` at pixel centres, which Ajax takes exactly
+(:func:`shift_images`; the official's bilinear sampling is off by at most 0.002 of 255). The
+official applies it inside the encoder, so every encode shifts with its own draw: each frame
+of an update's batch once (update.py) and the observation of every planning decision, evaluation
+included (act.py).
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ class PixelEncoder(nn.Module):
             channels = self.num_channels
             if i < len(LAYERS) - 1:
                 x = jax.nn.relu(x)
-        return x.reshape(*lead, -1)  # the world model SimNorms it (world_model.py rgb enc)
+        # channel-major like nn.Flatten of NCHW (layers.py:147); the world model SimNorms it
+        return jnp.moveaxis(x, -1, -3).reshape(*lead, -1)
 
 
 def draw_shifts(key: jax.Array, shape: tuple[int, ...], pad: int = SHIFT_PAD) -> jax.Array:

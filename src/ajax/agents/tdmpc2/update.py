@@ -75,6 +75,10 @@ class UpdateNoise(flax.struct.PyTreeNode):
         value_mask: optional keep-mask [num_q, H, B, mlp_dim] (1 = kept) used instead of
             ``value_dropout``'s draw, to replay a recorded update.
         pi_mask: optional keep-mask [num_q, H + 1, B, mlp_dim] used instead of ``pi_dropout``'s.
+        obs_shift: pixels: the integer crop offsets (dy, dx) [H + 1, B, 2] of every frame of the
+            batch (:func:`~ajax.agents.tdmpc2.pixels.shift_images`); the official encoder
+            shifts each frame once per update, obs[1:] for the targets and obs[0] for the
+            rollout (layers.py:36-59 inside world_model.py:103-112). None: frames unshifted.
     """
 
     td_eps: jax.Array
@@ -85,6 +89,7 @@ class UpdateNoise(flax.struct.PyTreeNode):
     pi_dropout: jax.Array
     value_mask: jax.Array | None = None
     pi_mask: jax.Array | None = None
+    obs_shift: jax.Array | None = None
 
 
 def draw_update_noise(key: jax.Array, cfg: TDMPC2Config, action_dim: int) -> UpdateNoise:
@@ -232,6 +237,8 @@ def update_with_noise(
     discounts [B] (``TaskSet.discounts``), as tdmpc2.py's ``self.discount[task]``.
     """
     wm_tx, pi_tx = optimisers(cfg)
+    if noise.obs_shift is not None:
+        batch = batch.replace(obs=shift_images(batch.obs, noise.obs_shift, model.image_shape))
     multitask = model.tasks is not None
     if multitask:  # the TD target's first lookup renormalises the batch's rows
         state = state.replace(params=renorm_task_emb(state.params, task))
@@ -284,10 +291,10 @@ def time_major(batch: TDMPC2Slice) -> TDMPC2Slice:
 
 def update(cfg, model, discount, state, batch, key, task=None) -> tuple[TDMPC2State, dict]:
     """:func:`update_with_noise` with fresh draws from ``key``; ``batch`` time-major. On
-    pixels every frame of the batch is first shifted at random (layers.py ShiftAug)."""
+    pixels every frame of the batch is shifted at random (``UpdateNoise.obs_shift``)."""
+    shifts = None
     if model.image_shape is not None:
         key, k_shift = jax.random.split(key)
         shifts = draw_shifts(k_shift, batch.obs.shape[:-1])
-        batch = batch.replace(obs=shift_images(batch.obs, shifts, model.image_shape))
-    noise = draw_update_noise(key, cfg, model.action_dim)
+    noise = draw_update_noise(key, cfg, model.action_dim).replace(obs_shift=shifts)
     return update_with_noise(cfg, model, discount, state, batch, noise, task)
