@@ -10,11 +10,29 @@ The official source hard-codes CUDA. As when the parity fixtures were made
 (tests/agents/tdmpc2/fixtures/PROVENANCE.md), a throwaway copy of ``<repo>/tdmpc2`` gets three
 kinds of edit and nothing else: device strings ``"cuda"``/``"cuda:0"`` become ``"cpu"``,
 ``.cuda()`` becomes ``.cpu()``, and Adam's ``capturable=True`` becomes ``False`` (capturable Adam
-refuses CPU tensors; both apply the same formula). The edits made are printed on stderr.
+refuses CPU tensors; both apply the same formula); for the whole run, the replay's
+``torch.cuda.mem_get_info()`` (common/buffer.py:53) becomes ``(0, 0)``, so it keeps its storage
+in CPU memory, its own branch for a GPU without room. The edits made are printed on stderr.
 
 The configuration is the official ``config.yaml`` with what ``common.parser.parse_cfg`` would
 derive for a single state task, set here because parse_cfg needs a Hydra run: the model size's
 dims from ``common.MODEL_SIZE``, ``bin_size``, one task, and the sizes below.
+
+``--compile`` sets ``torch._inductor.config.pattern_matcher = False`` first: with it on, the
+inductor's pattern matcher raises ``RuntimeError: Not all inputs to pattern found in
+match.kwargs ... slice_shape`` while compiling this code on CPU (torch 2.13); its rows say
+``"pattern_matcher": false``.
+
+``--whole-run TASK`` instead times the official online trainer (``trainer/online_trainer.py``
+``OnlineTrainer.train``, its own loop, buffer and ``envs.make_env``) on the DMC task TASK for
+``--run-seed-steps`` seed steps and then ``--run-steps`` steps: env steps/s from the first env
+step after the pretraining burst (the seed_steps updates at step seed_steps) to the last, from
+the arrival time of every env step. Two changes to what ``train.py`` does, both printed in the
+row: ``seed_steps`` is set (``make_env`` sets max(1000, 5 T)), and ``OnlineTrainer.eval`` is
+replaced by a no-op (it would play ``eval_episodes`` planning episodes at step 0, before the
+timed window; the window holds no evaluation either way). Two gymnasium 0.x behaviours the
+official ``envs/`` needs are shimmed for the interpreter's gymnasium 1.x
+(:func:`gymnasium_1x_shims`).
 """
 
 from __future__ import annotations
@@ -32,6 +50,8 @@ EDITS = (
     (re.compile(r"""(['"])cuda(:\d+)?\1"""), "'cpu'"),
     (re.compile(r"\.cuda\(\)"), ".cpu()"),
     (re.compile(r"capturable\s*=\s*True"), "capturable=False"),
+    # common/buffer.py:53 asks CUDA for its free memory; (0, 0) takes its own CPU branch
+    (re.compile(r"torch\.cuda\.mem_get_info\(\)"), "(0, 0)"),
 )
 
 
@@ -49,7 +69,7 @@ def cpu_copy(repo: Path, into: Path) -> Path:
         if any(counts):
             path.write_text(text)
             print(f"edited {path.relative_to(dst)}: device {counts[0]}, .cuda() {counts[1]},"
-                  f" capturable {counts[2]}", file=sys.stderr)  # fmt: skip
+                  f" capturable {counts[2]}, mem_get_info {counts[3]}", file=sys.stderr)  # fmt: skip
     return dst
 
 
@@ -118,6 +138,91 @@ def bench(root: Path, size: int, compile_: bool, args) -> dict:
     }
 
 
+def gymnasium_1x_shims(gymnasium) -> None:
+    """The gymnasium 0.x behaviours ``envs/`` relies on, under the interpreter's gymnasium 1.x:
+    ``logger.set_level`` (called at envs/__init__.py:62) as a no-op; a ``Wrapper`` that wraps an
+    env which is not a ``gymnasium.Env`` (envs/dmcontrol.py's DMControlWrapper, under
+    wrappers/timeout.py's Timeout; 1.x asserts it is one); and a ``Wrapper`` that forwards
+    unknown attributes to the env it wraps (``max_episode_steps``, ``rand_act``). The official
+    wrappers keep their own 4-tuple ``step``, which ``Wrapper`` passes through unchanged."""
+    if not hasattr(gymnasium.logger, "set_level"):
+        gymnasium.logger.set_level = lambda level: None
+    init = gymnasium.Wrapper.__init__
+
+    def wrap_any(self, env):
+        if isinstance(env, gymnasium.Env):
+            return init(self, env)
+        self.env = env
+        self._action_space = self._observation_space = self._metadata = None
+        self._reward_range = None
+        self._cached_spec = None
+
+    def forward(self, name):  # 0.x forwarded unknown attributes (max_episode_steps, rand_act)
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    gymnasium.Wrapper.__init__ = wrap_any
+    gymnasium.Wrapper.__getattr__ = forward
+
+
+class _Logger:
+    """What ``OnlineTrainer`` asks of ``common.logger.Logger``, writing nothing."""
+
+    def log(self, metrics, category):
+        pass
+
+    def finish(self, agent):
+        pass
+
+
+def whole_run(root: Path, size: int, args) -> dict:
+    """Env steps/s of the official online trainer after seeding (module docstring)."""
+    import gymnasium
+    import torch
+
+    gymnasium_1x_shims(gymnasium)
+    from common.buffer import Buffer
+    from envs import make_env
+    from tdmpc2 import TDMPC2
+    from trainer.online_trainer import OnlineTrainer
+
+    torch.manual_seed(0)
+    cfg = official_config(root, size, False, args)
+    cfg.task, cfg.tasks, cfg.task_title = args.whole_run, [args.whole_run], args.whole_run
+    env = make_env(cfg)  # sets obs_shape, action_dim, episode_length, seed_steps
+    cfg.action_dims, cfg.episode_lengths = [cfg.action_dim], [cfg.episode_length]
+    cfg.seed_steps, cfg.steps = args.run_seed_steps, args.run_seed_steps + args.run_steps
+    if cfg.seed_steps <= cfg.episode_length:  # buffer.sample needs one finished episode
+        raise SystemExit(f"--run-seed-steps must exceed the episode length {cfg.episode_length}")
+    cfg.save_video, cfg.eval_freq = False, cfg.steps + 1
+    stamps = []
+    step = env.step
+
+    def timed(action):
+        out = step(action)
+        stamps.append(time.perf_counter())
+        return out
+
+    env.step = timed
+    trainer = OnlineTrainer(cfg=cfg, env=env, agent=TDMPC2(cfg), buffer=Buffer(cfg),
+                            logger=_Logger())  # fmt: skip
+    trainer.eval = lambda: {}
+    trainer.train()
+    first = cfg.seed_steps + 1  # the first env step after the pretraining burst
+    return {
+        "size": size,
+        "whole_run": args.whole_run,
+        "steps_per_s": (len(stamps) - 1 - first) / (stamps[-1] - stamps[first]),
+        "timed_steps": len(stamps) - 1 - first,
+        "seed_steps": cfg.seed_steps,
+        "action_repeat": 2,  # envs/dmcontrol.py's ActionRepeatWrapper
+        "eval": "replaced by a no-op",
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, required=True, help="official tdmpc2 checkout")
@@ -126,6 +231,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--whole-run", metavar="TASK", help="time the online trainer on TASK")
+    parser.add_argument("--run-seed-steps", type=int, default=1000)
+    parser.add_argument("--run-steps", type=int, default=300)
     for name, default in (("obs-dim", 24), ("action-dim", 6), ("episode-length", 1000),
                           ("batch-size", 256), ("horizon", 3), ("iterations", 6),
                           ("num-samples", 512)):  # fmt: skip
@@ -135,11 +243,20 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.compile:  # see the module docstring
+        import torch._inductor.config
+
+        torch._inductor.config.pattern_matcher = False
     with tempfile.TemporaryDirectory() as tmp:
         root = cpu_copy(args.repo, Path(tmp))
         sys.path.insert(0, str(root))
         for size in args.sizes:
-            print(json.dumps(bench(root, size, args.compile, args)), flush=True)
+            if args.whole_run:
+                row = whole_run(root, size, args)
+            else:
+                row = bench(root, size, args.compile, args)
+                row["pattern_matcher"] = not args.compile
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

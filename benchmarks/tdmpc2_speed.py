@@ -1,14 +1,22 @@
 """TD-MPC2 speed beside the official code: median ms per update (batch 256, H 3) and per
 planning decision (6 iterations x 512 samples) at model sizes 1 and 5, the roofline ratio, and
-env steps/s of a whole jitted training run (issue 13 item 1).
+agent steps/s of whole training runs after seeding (issue 37 item 1).
 
-Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 1200]
+Usage: ``python benchmarks/tdmpc2_speed.py [--repeats 20] [--run-steps 300]
+[--run-seed-steps 1000] [--run-task cartpole-swingup] [--run-size 1]
 [--official-python PATH --official-repo DIR [--official-modes eager compiled]]``. With the two
 official flags, ``tdmpc2_official.py`` first times the official nicklashansen/tdmpc2 checkout
 DIR in the interpreter PATH (torch on the CPU, as many threads as this machine has CPUs),
 eager and under ``torch.compile``, on the same shapes; the table then prints official ms over
 Ajax ms ("x") against the faster official variant, all from this one run. How to set up that
-interpreter is in the README's "Benchmarks". Without them, no ratio is printed.
+interpreter is in the README's "Benchmarks". Without them, no ratio is printed. Under
+``torch.compile`` the inductor's pattern matcher is off (``tdmpc2_official.py`` says why).
+
+The whole-run row: the official online trainer (``tdmpc2_official.py --whole-run``) on the DMC
+task, Ajax's host loop on ``dmc:TASK`` and Ajax's fully jitted run on the task's JAX version
+(MuJoCo Playground), all at size ``--run-size``, action repeat 2, ``--run-seed-steps`` random
+steps, then the pretraining burst (as many updates), then ``--run-steps`` steps each planned and
+updated once: agent steps/s over those last steps, evaluation outside the window.
 
 FLOPs are the matmul FLOPs of the traced program, counted from its jaxpr with every ``scan``
 multiplied by its length (``jax.stages`` cost analysis counts a loop body once, so it reports
@@ -140,16 +148,64 @@ def bench_size(size: int, repeats: int) -> dict:
     }
 
 
-def bench_run(steps: int) -> float:
-    """Env steps/s of one seed's whole jitted run (size 1, Pendulum-v1, planning and updating
-    every step after 500 seed steps, one eval episode at the end), compilation not timed."""
-    cfg = TDMPC2Config.preset(1, eval_freq=steps, eval_episodes=1, seed_steps=min(500, steps // 2))
-    train = TDMPC2("Pendulum-v1", cfg).make_train(steps)
-    key = jax.random.PRNGKey(0)
-    compiled = jax.jit(train).lower(key).compile()
-    start = time.perf_counter()
-    jax.block_until_ready(compiled(key))
-    return steps / (time.perf_counter() - start)
+def run_config(size: int, seed_steps: int, total: int) -> TDMPC2Config:
+    """The whole runs' config: the official online trainer's settings (action repeat 2, every
+    step planned and updated once past ``seed_steps``, after as many pretraining updates), one
+    evaluation episode at the very end (outside the timed window)."""
+    return TDMPC2Config.preset(size, seed_steps=seed_steps, action_repeat=2, eval_freq=total,
+                               eval_episodes=1)  # fmt: skip
+
+
+def bench_host_run(task: str, size: int, seed_steps: int, steps: int) -> float:
+    """Agent steps/s of Ajax's host loop on ``dmc:TASK`` after seeding, as the official row: from
+    the first step after the pretraining burst to the last, from the arrival time of every
+    training step (each tick's host TimeStep)."""
+    from ajax.training import host_loop
+
+    stamps, split = [], host_loop.HostReplayRun._split_ts
+
+    def timed(self, ts):
+        stamps.append(time.perf_counter())
+        return split(self, ts)
+
+    host_loop.HostReplayRun._split_ts = timed
+    try:
+        total = seed_steps + steps
+        TDMPC2(f"dmc:{task}", run_config(size, seed_steps, total)).train(seed=0, total_steps=total)
+    finally:
+        host_loop.HostReplayRun._split_ts = split
+    first = seed_steps + 2  # stamps[0] is the reset; stamps[k] the k-th step's arrival
+    return (len(stamps) - 1 - first) / (stamps[-1] - stamps[first])
+
+
+def bench_jitted_run(env: str, size: int, seed_steps: int, steps: int) -> float:
+    """Agent steps/s of Ajax's fully jitted run on the JAX ``env`` after seeding: two compiled
+    runs of seed_steps + 100 and seed_steps + 100 + ``steps`` steps (the same seeding, burst and
+    final evaluation), their extra steps over their extra time."""
+    key, times = jax.random.PRNGKey(0), []
+    for total in (seed_steps + 100, seed_steps + 100 + steps):
+        train = TDMPC2(env, run_config(size, seed_steps, total)).make_train(total)
+        compiled = jax.jit(train).lower(key).compile()
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(key))
+        times.append(time.perf_counter() - start)
+    return steps / (times[1] - times[0])
+
+
+def official_run(python: str, repo: str, task: str, size: int, seed_steps: int, steps: int):
+    """The official online trainer's row (``tdmpc2_official.py --whole-run``), or exit 2."""
+    driver = Path(__file__).with_name("tdmpc2_official.py")
+    cmd = [python, str(driver), "--repo", repo, "--threads", str(os.cpu_count()), "--sizes",
+           str(size), "--whole-run", task, "--run-seed-steps", str(seed_steps), "--run-steps",
+           str(steps)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not rows:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"tdmpc2_speed.py: error: the official TD-MPC2 online trainer failed in {python}:"
+              f" {last}", file=sys.stderr)  # fmt: skip
+        raise SystemExit(2)
+    return rows[0]
 
 
 def official_times(python: str, repo: str, sizes, repeats: int, modes) -> dict:
@@ -195,7 +251,15 @@ def check_official_args(parser, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--run-steps", type=int, default=1200)
+    parser.add_argument("--run-steps", type=int, default=300,
+                        help="timed steps of each whole run, after seeding")  # fmt: skip
+    parser.add_argument("--run-seed-steps", type=int, default=1000)
+    parser.add_argument(
+        "--run-task",
+        default="cartpole-swingup",
+        help="DMC task of the whole runs: dmc:TASK on the host, its JAX version",
+    )
+    parser.add_argument("--run-size", type=int, default=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--official-python", help="interpreter with the official code's deps")
     parser.add_argument("--official-repo", help="checkout of nicklashansen/tdmpc2")
@@ -204,12 +268,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     check_official_args(parser, args)
-    official = {}
+    if args.run_steps < 1 or args.run_seed_steps <= 500:
+        parser.error(
+            "--run-steps must be >= 1 and --run-seed-steps > 500 (one finished"
+            " 500-step episode before the official trainer samples its buffer)"
+        )
+    official, official_row = {}, None
     if args.official_python:  # first, so that neither program shares the CPU with the other
         official = official_times(
             args.official_python, args.official_repo, args.sizes, args.repeats,
             args.official_modes,
         )  # fmt: skip
+        official_row = official_run(args.official_python, args.official_repo, args.run_task,
+                                    args.run_size, args.run_seed_steps, args.run_steps)  # fmt: skip
     jax.config.update("jax_default_matmul_precision", "highest")
     print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     big = matmul_gflops(2048, 2048, 2048, 5)
@@ -248,8 +319,18 @@ def main() -> None:
     for (size, mode), row in sorted(official.items()):
         print(f"official size {size} {mode}: first call {row['first_call_s']:.1f} s,"
               f" torch {row['torch']}, {row['threads']} threads")  # fmt: skip
-    sps = bench_run(args.run_steps)
-    print(f"whole jitted run, size 1, Pendulum-v1, {args.run_steps} steps: {sps:.2f} env steps/s")
+    run = (args.run_task, args.run_size, args.run_seed_steps, args.run_steps)
+    host = bench_host_run(*run)
+    jax_id = "".join(w.title() for w in args.run_task.split("-"))  # playground's DMC id
+    jitted = bench_jitted_run(jax_id, *run[1:])
+    off = official_row["steps_per_s"] if official_row else None
+    print(
+        f"whole run, size {args.run_size}, {args.run_task}, action repeat 2, {args.run_steps}"
+        f" steps after {args.run_seed_steps} seed steps and the pretraining burst (agent"
+        f" steps/s): official {f'{off:.2f}' if off else '-'}, Ajax host loop on"
+        f" dmc:{args.run_task} {host:.2f} (x {f'{host / off:.2f}' if off else '-'}), Ajax"
+        f" jitted on {jax_id} {jitted:.2f} (x {f'{jitted / off:.2f}' if off else '-'})"
+    )
 
 
 if __name__ == "__main__":
