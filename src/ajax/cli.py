@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from ajax.training.failures import environment_failed
+    from ajax.failures import environment_failed
     from ajax.training.run import Diverged, RunDirError
     from ajax.validation import ConfigError
 

@@ -25,11 +25,11 @@ import pytest
 
 from ajax.agents.sac import SACConfig
 from ajax.cli import main
+from ajax.failures import describe, from_orbax
 from ajax.training import io
 from ajax.training import run as run_lib
 from ajax.training.check import check_run
 from ajax.training.checkpoint import check_steps, save_checkpoint, steps_on_disk, temporaries
-from ajax.training.failures import describe, from_orbax
 from ajax.training.io import append_jsonl, write_json_atomic
 from ajax.training.run import RunSpec, identity, prepare_run_dir
 

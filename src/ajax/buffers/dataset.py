@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ajax.buffers import torch_pickle
-from ajax.training.failures import naming
+from ajax.failures import naming
 
 FORMAT, VERSION, INDEX = "ajax-episodes", 1, "dataset.json"
 

@@ -8,7 +8,7 @@ a damaged, unreadable or unrecorded step is moved aside into ``checkpoints.damag
 deleted) and the newest good one is used (:func:`restore_newest_good`).
 
 A save that fails (a full disk) removes its half-written temporary and raises the OS's error,
-once, as an :class:`OSError` naming the step (:func:`~ajax.training.failures.from_orbax`);
+once, as an :class:`OSError` naming the step (:func:`~ajax.failures.from_orbax`);
 orbax's own logging of it is silenced.
 
 Keys are stored as raw uint32 data. orbax refuses zero-size arrays (MJX states hold some, e.g.
@@ -39,7 +39,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from ajax.buffers.host_store import host_stores
-from ajax.training.failures import from_orbax
+from ajax.failures import from_orbax
 from ajax.training.io import read_json, write_json_atomic
 
 MANIFEST = "MANIFEST.json"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ajax.training.failures import naming
+from ajax.failures import naming
 
 
 def jsonable(value: Any) -> Any:

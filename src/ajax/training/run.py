@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ajax.failures import run_write_failed
 from ajax.training import driver
 from ajax.training.algorithm import Algorithm
 from ajax.training.checkpoint import (
@@ -29,7 +30,6 @@ from ajax.training.checkpoint import (
 )
 from ajax.training.distributed import is_primary
 from ajax.training.driver import Diverged, check_finite  # noqa: F401  (raised and used here)
-from ajax.training.failures import run_write_failed
 from ajax.training.io import (
     jsonable,
     plot_curve,
@@ -369,7 +369,7 @@ def execute(
     caller validated the run already (:func:`ajax.training.driver.plan`), replaces those three.
 
     A write into ``out`` that the OS refuses (a full disk) stops the run with a
-    :class:`~ajax.training.failures.WriteFailed` naming the path, the cause and the resume
+    :class:`~ajax.failures.WriteFailed` naming the path, the cause and the resume
     that continues it; the last good checkpoint and whole ``metrics.jsonl`` lines stay.
     """
     try:

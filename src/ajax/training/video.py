@@ -15,8 +15,8 @@ import jax
 import numpy as np
 
 from ajax.environments import make_env
+from ajax.failures import naming
 from ajax.networks.pixels import split_image
-from ajax.training.failures import naming
 from ajax.training.unroll import host_unroll, unroll
 
 # Distinct colours for channel planes, in channel order (a later channel paints over).
