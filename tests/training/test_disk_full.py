@@ -147,6 +147,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
+@pytest.mark.slow  # 26 s; the ENOSPC test above runs the same path in the default run
 def test_a_real_full_disk_during_a_checkpoint(small_disk, capfd, monkeypatch):
     """orbax writing onto a full tmpfs: its writer threads fail, and what they print (absl
     errors, "Event loop is closed" tracebacks) stays out of the one line."""

@@ -107,6 +107,7 @@ def _pixel_noise(data, **kwargs):
     return _noise(data, **kwargs).replace(obs_shift=_yx(data["draw/shift_xy"]))
 
 
+@pytest.mark.slow  # 45 s on CI's 2 cores; the dropout update below stays in the default run
 def test_t2_pixel_update_parity_with_official_nodrop():
     """One pixel update with ``dropout: 0`` and the recorded shifts equals ``nodrop/*``."""
     data = dict(np.load(UPDATE))
