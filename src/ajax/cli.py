@@ -45,6 +45,7 @@ from ajax.cli_args import (
     split_positional,
 )
 from ajax.cli_flags import UsageError, parse_flags, renamed_flags, split_flags
+from ajax.failures import NO_SPACE
 
 
 def is_primary() -> bool:
@@ -152,6 +153,8 @@ def cmd_train(argv: list[str]) -> int:
     except FileExistsError as err:
         raise UsageError(str(err)) from err
     except OSError as err:
+        if err.errno in NO_SPACE:  # the machine failed, not the flag: main() says so, exit 4
+            raise
         reason = err.strerror or str(err)
         raise UsageError(
             f"cannot create the run directory {out}: {reason}; pick a writable --out path"

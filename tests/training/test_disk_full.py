@@ -293,3 +293,15 @@ def test_check_names_a_run_without_checkpoints(tmp_path):
     (reason,) = _care(_run_dir(tmp_path, checkpoints=()))
     assert reason.startswith("it has no checkpoint")
     assert main(["check", str(tmp_path / "run")]) == 1
+
+
+def test_a_full_disk_while_creating_the_run_directory_is_exit_4(tmp_path, capfd, monkeypatch):
+    """run.json cannot be written: the machine failed (exit 4), not the --out flag (exit 2)."""
+    out = tmp_path / "run"
+
+    def full(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path / "run.json"))
+
+    monkeypatch.setattr(run_lib, "prepare_run_dir", full)
+    line = _one_error_line(capfd, _train(out))
+    assert f"{out / 'run.json'}: {NO_SPACE}" in line, line
