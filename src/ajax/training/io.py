@@ -43,20 +43,26 @@ def _open_temp(path: Path) -> tuple[int, str]:
     return fd, tmp
 
 
-def write_json_atomic(path: str | Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _replace_atomic(path: Path, write) -> None:
+    """``write(f)`` into a temporary file beside ``path``, synced, then renamed over it; the
+    temporary is removed if anything fails (the error names ``path``)."""
     fd, tmp = _open_temp(path)
     try:
         with naming(path), os.fdopen(fd, "w") as f:
-            json.dump(jsonable(data), f, indent=2, allow_nan=False)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _replace_atomic(path, lambda f: json.dump(jsonable(data), f, indent=2, allow_nan=False))
 
 
 def read_json(path: str | Path) -> dict:
@@ -132,17 +138,7 @@ def truncate_jsonl(path: str | Path, max_step: int) -> list[dict]:
             os.fsync(f.fileno())
     if not path.exists():
         return records
-    fd, tmp = _open_temp(path)
-    try:
-        with naming(path), os.fdopen(fd, "w") as f:
-            for r in records:
-                f.write(json.dumps(r) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _replace_atomic(path, lambda f: f.writelines(json.dumps(r) + "\n" for r in records))
     return records
 
 
