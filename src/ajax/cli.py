@@ -1,5 +1,5 @@
 """The ``ajax`` command line: ``train``, ``resume``, ``eval``, ``collect``, ``check``, ``envs``,
-``agents``, ``presets``.
+``agents``, ``presets``, ``compare``.
 
 ``ajax train AGENT --env ID [--steps N] [--seed S] [--n-seeds K] [--out DIR] [--overwrite]
 [--preset NAME|none] [--<config-field> VALUE ...]``; every field of the agent's config dataclass
@@ -24,6 +24,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import tyro
 
@@ -96,36 +97,9 @@ def cmd_train(argv: list[str]) -> int:
     agents = _agents()
     if agent not in agents:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
-    config_cls = agents[agent].config_cls
     if "-h" in rest or "--help" in rest:
-        return _train_help(agent, config_cls)
-    rest = renamed_flags(config_cls, rest)  # --lr -> --learning-rate, with a warning
-    own = {f.name for f in dataclasses.fields(TrainArgs)}
-    python_only = getattr(config_cls, "PYTHON_ONLY", {})
-    fields = {f.name for f in dataclasses.fields(config_cls)} - set(python_only)
-    refused = {**getattr(config_cls, "REFUSED_FLAGS", {}), **python_only}
-    check_agent_only(agent, rest)
-    own_args, config_args = split_flags(rest, own, fields, refused)
-    args = parse_flags(TrainArgs, own_args, TrainArgs())
-    preset = presets.train_preset(agent, args, config_args)
-    config_args = presets.with_protocol(preset, config_args)
-    protocol_name, protocol = protocol_of(config_args)
-    args = protocol_steps(protocol_steps(args, own_args, protocol), own_args, preset)
-    check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
-    if args.multitask:
-        args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
-    args.check_counts()
-    check_optional(own_args)  # --wandb-project: its package, before anything is written
-    devices = args.connect()
-    try:
-        base = config_cls.from_protocol(protocol_name) if protocol else config_cls()
-        base = presets.apply(preset, base)
-        config = parse_flags(config_cls, config_args, base) if config_args else base
-    except ValueError as err:
-        raise UsageError(str(err)) from err
-    given = presets.env_options_with(preset, args)
-    algo = _make_algo(agent, args.env, config, given)
-    env_options = presets.recorded_env_options(given, algo, protocol)
+        return _train_help(agent, agents[agent].config_cls)
+    args, config, preset, algo, env_options, devices = train_setup(agent, rest)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")
     try:
@@ -174,6 +148,53 @@ def cmd_train(argv: list[str]) -> int:
         print(f"note: --steps {args.steps} ran {summary['steps']} steps: runs go in whole chunks "
               "of eval_freq env steps (lower --eval-freq for a finer grain)")  # fmt: skip
     return 0
+
+
+class TrainSetup(NamedTuple):
+    """What ``ajax train`` (and ``sweep``) read off the command line, validated: the run
+    options, the config (preset, protocol and flags applied), the preset, the agent on its env,
+    the env options to record, and the devices."""
+
+    args: TrainArgs
+    config: Any
+    preset: Any
+    algo: Any
+    env_options: dict
+    devices: int | None
+
+
+def train_setup(agent: str, rest: list[str]) -> TrainSetup:
+    """Parse ``ajax train AGENT``'s flags ``rest`` into a :class:`TrainSetup` (UsageError or
+    ConfigError, one line, for bad input; nothing written)."""
+    config_cls = _agents()[agent].config_cls
+    rest = renamed_flags(config_cls, rest)  # --lr -> --learning-rate, with a warning
+    own = {f.name for f in dataclasses.fields(TrainArgs)}
+    python_only = getattr(config_cls, "PYTHON_ONLY", {})
+    fields = {f.name for f in dataclasses.fields(config_cls)} - set(python_only)
+    refused = {**getattr(config_cls, "REFUSED_FLAGS", {}), **python_only}
+    check_agent_only(agent, rest)
+    own_args, config_args = split_flags(rest, own, fields, refused)
+    args = parse_flags(TrainArgs, own_args, TrainArgs())
+    preset = presets.train_preset(agent, args, config_args)
+    config_args = presets.with_protocol(preset, config_args)
+    protocol_name, protocol = protocol_of(agent, config_args)
+    args = protocol_steps(protocol_steps(args, own_args, protocol), own_args, preset)
+    check_multitask(args, agent, any(a == "--env" or a.startswith("--env=") for a in own_args))
+    if args.multitask:
+        args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
+    args.check_counts()
+    check_optional(own_args)  # --wandb-project: its package, before anything is written
+    devices = args.connect()
+    try:
+        base = config_cls.from_protocol(protocol_name) if protocol else config_cls()
+        base = presets.apply(preset, base)
+        config = parse_flags(config_cls, config_args, base) if config_args else base
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    given = presets.env_options_with(preset, args)
+    algo = _make_algo(agent, args.env, config, given)
+    env_options = presets.recorded_env_options(given, algo, protocol)
+    return TrainSetup(args, config, preset, algo, env_options, devices)
 
 
 def _train_help(agent: str, config_cls) -> int:
@@ -355,6 +376,8 @@ COMMANDS = {
     "envs": cmd_envs,
     "agents": cmd_agents,
     "presets": presets.cmd_presets,
+    "sweep": lambda argv: importlib.import_module("ajax.cli_sweep").cmd_sweep(argv),
+    "compare": lambda argv: importlib.import_module("ajax.cli_compare").cmd_compare(argv),
 }
 
 

@@ -216,9 +216,15 @@ class CollectArgs:
 
 def check_agent_only(agent: str, tokens: list[str]) -> None:
     """UsageError naming the fix for a flag that another agent's config declares its own
-    (``OWN_FLAGS``) and this agent's config lacks."""
+    (``OWN_FLAGS``) and this agent's config lacks, or for ``--protocol`` given to an agent
+    without official protocols (:func:`protocols_of`)."""
     from ajax import agents
 
+    if flag_value(tokens, "--protocol") is not None or "--protocol" in tokens:
+        if not protocols_of(agents.get(agent).config_cls):
+            having = [n for n, cls in agents.available().items() if protocols_of(cls.config_cls)]
+            raise UsageError(f"--protocol picks an official run protocol of {', '.join(having)}; "
+                             f"{agent} has none: drop --protocol")  # fmt: skip
     mine = {f.name for f in dataclasses.fields(agents.get(agent).config_cls)}
     owners = {flag: (name, what) for name, cls in agents.available().items()
               for flag, what in getattr(cls.config_cls, "OWN_FLAGS", {}).items()}  # fmt: skip
@@ -240,27 +246,49 @@ def flag_value(tokens: list[str], flag: str) -> str | None:
     return None
 
 
-def protocol_of(config_args: list[str]) -> tuple[str | None, object]:
-    """``(name, Protocol)`` of ``--protocol`` (:mod:`ajax.agents.dreamerv3.protocols`), or
-    ``(None, None)``; UsageError naming the known ones for an unknown name."""
+def protocols_of(config_cls) -> dict:
+    """The official run protocols an agent's config class offers (``--protocol NAME``), by
+    name; {} for none.
+
+    The agent-level contract (nothing here names an agent): the config class has
+    ``PROTOCOLS``, a dict of protocol objects, each with ``steps_for(env_id)`` (the run's env
+    steps, None for "until stopped"), ``env_options`` (make_env options per env family) and
+    ``source``; ``from_protocol(name, **overrides)``, the config a protocol gives (a
+    ValueError naming the known ones for another name); and a ``protocol`` field recording the
+    name in run.json."""
+    return dict(getattr(config_cls, "PROTOCOLS", None) or {})
+
+
+def protocol_of(agent: str, config_args: list[str]) -> tuple[str | None, object]:
+    """``(name, protocol)`` of ``--protocol`` from the agent's config class
+    (:func:`protocols_of`), or ``(None, None)``; UsageError naming the agent's protocols for an
+    unknown name."""
     name = flag_value(config_args, "--protocol")
     if name is None:
         return None, None
-    from ajax.agents.dreamerv3 import protocols
+    from ajax import agents
 
-    try:
-        return name, protocols.get(name)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
+    config_cls = agents.get(agent).config_cls
+    known = protocols_of(config_cls)
+    if name not in known:
+        try:  # the agent's own message: its protocols and where they come from
+            config_cls.from_protocol(name)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+        raise UsageError(f"unknown protocol {name!r}; {agent}'s protocols are "
+                         f"{', '.join(known)}: pass one of them to --protocol")  # fmt: skip
+    return name, known[name]
 
 
 def protocol_steps(args: TrainArgs, own_args: list[str], protocol) -> TrainArgs:
-    """``args`` with a protocol's run length (configs.yaml ``run.steps``) unless ``--steps``
-    was given."""
+    """``args`` with a protocol's run length on ``args.env`` (``steps_for``; a preset's
+    ``steps``) unless ``--steps`` was given."""
     given = flag_value(own_args, "--steps") is not None
-    if protocol is None or protocol.steps is None or given:
+    if protocol is None or given:
         return args
-    return dataclasses.replace(args, steps=protocol.steps)
+    steps_for = getattr(protocol, "steps_for", None)
+    steps = steps_for(args.env) if steps_for is not None else protocol.steps
+    return args if steps is None else dataclasses.replace(args, steps=steps)
 
 
 # ----------------------------------------------------------------------------- input limits

@@ -26,6 +26,8 @@ from flax import struct
 
 
 def _check_rate(rate: float) -> None:
+    if isinstance(rate, jax.core.Tracer):  # a sweep's traced rate: its grid values were checked
+        return
     if not 0.0 <= rate <= 1.0:
         raise ValueError(f"rate must lie in [0, 1] (an EMA step size), got {rate}.")
 

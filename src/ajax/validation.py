@@ -307,6 +307,18 @@ def renamed_fields(cls: type, values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _traced(config: Any) -> bool:
+    """Whether a field of ``config`` holds a JAX tracer: a config an agent builds inside a
+    sweep's program from a traced field (:mod:`ajax.training.sweep`), whose grid values were
+    validated as concrete configs before the program was traced."""
+    import sys
+
+    core = sys.modules.get("jax.core")  # no JAX imported: no tracer can exist
+    if core is None:
+        return False
+    return any(isinstance(getattr(config, f.name), core.Tracer) for f in dataclasses.fields(config))
+
+
 def rules_of(cls: type) -> dict[str, Rule]:
     """The field rules of the config class ``cls``: every ``RULES`` along its MRO merged, a
     subclass's (or an earlier base's) rule for a field replacing a later one's."""
@@ -329,6 +341,8 @@ class Validated:
     RENAMED: ClassVar[dict[str, str]] = {}
 
     def __post_init__(self):
+        if _traced(self):  # inside a sweep's program: its concrete values were checked
+            return
         python_scalars(self)  # np.int64(4) is taken as 4 (a dataset's or an array's number)
         validate(self, rules_of(type(self)))
         self.relations()

@@ -56,6 +56,7 @@ def test_expert_bound_is_the_max_over_the_phi_ensemble_min():
     assert guidance.expert_bounded_target(plain, critic, batch, target)[0] is target
 
 
+@pytest.mark.slow  # 39 s on 2 cores
 def test_refresh_makes_phi_evaluate_the_expert_where_its_rollout_never_went():
     """Continuous probe, r(a) = -(a - 0.5)^2, one step: the expert always plays 0.5 (noise 0.1),
     so phi is fitted near a = 0.5 only. The SAC run's replay covers [-1, 1] (random warm-up);

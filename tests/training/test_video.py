@@ -33,6 +33,7 @@ def test_gif_is_written_atomically_with_every_frame(tmp_path):
         assert gif.n_frames == 5 and gif.size == (8, 8)
 
 
+@pytest.mark.slow  # 30 s on 2 cores
 def test_eval_video_of_a_minatar_run_and_refused_for_vector_envs(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["train", "dqn", "--env", "Breakout-MinAtar", "--steps", "64", "--learning-starts",

@@ -13,7 +13,7 @@ def clip_by_member_norm(max_norm: float) -> optax.GradientTransformation:
     Each member is its own network in the references and is clipped alone (ASAC: BobMak/asac
     @4b68862, darer/Models.py:299-301). The clipped member is g / ||g|| * max_norm, as optax does.
     """
-    if max_norm <= 0:
+    if not isinstance(max_norm, jax.core.Tracer) and max_norm <= 0:  # a sweep's: checked
         raise ValueError(f"max_norm must be positive, got {max_norm}")
 
     def update_fn(updates, state, params=None):
@@ -67,19 +67,28 @@ def get_adam_tx(
     does; 0 leaves it out, so "adam" is optax.adam. "centered_rmsprop" is optax.rmsprop(
     centered=True) with decay ``beta_2`` (``beta_1`` unused).
     """
-    if not callable(learning_rate) and learning_rate <= 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate}")
-    if max_grad_norm is not None and max_grad_norm <= 0:
-        raise ValueError(f"max_grad_norm must be positive or None, got {max_grad_norm}")
-    if eps < 0 or weight_decay < 0:
-        raise ValueError(f"eps and weight_decay must be >= 0, got {eps}, {weight_decay}")
-    if not (0.0 <= beta_1 < 1.0 and 0.0 <= beta_2 < 1.0):
-        raise ValueError(f"beta_1 and beta_2 must be in [0, 1), got {beta_1}, {beta_2}")
+    check = lambda ok, message: ok or _raise(message)  # noqa: E731
+    known = lambda *xs: not any(isinstance(x, jax.core.Tracer) for x in xs)  # noqa: E731
+    # a sweep's traced values (ajax.training.sweep) were checked as the grid's concrete values
+    if not callable(learning_rate) and known(learning_rate):
+        check(learning_rate > 0, f"learning_rate must be positive, got {learning_rate}")
+    if max_grad_norm is not None and known(max_grad_norm):
+        check(max_grad_norm > 0, f"max_grad_norm must be positive or None, got {max_grad_norm}")
+    if known(eps, weight_decay):
+        check(eps >= 0 and weight_decay >= 0,
+              f"eps and weight_decay must be >= 0, got {eps}, {weight_decay}")  # fmt: skip
+    if known(beta_1, beta_2):
+        check(0.0 <= beta_1 < 1.0 and 0.0 <= beta_2 < 1.0,
+              f"beta_1 and beta_2 must be in [0, 1), got {beta_1}, {beta_2}")  # fmt: skip
     chain = [_update_rule(optimizer, beta_1, beta_2, eps)]
     if max_grad_norm is not None:
         clip = clip_by_member_norm if per_member else optax.clip_by_global_norm
         chain.insert(0, clip(max_grad_norm))
-    if weight_decay > 0:
+    if not known(weight_decay) or weight_decay > 0:  # traced: a grid that may hold 0 adds 0
         chain.append(optax.add_decayed_weights(weight_decay))
     chain.append(optax.scale_by_learning_rate(learning_rate))
     return optax.chain(*chain)
+
+
+def _raise(message: str):
+    raise ValueError(message)

@@ -223,6 +223,18 @@ class Algorithm:
             records = jax.tree.map(lambda x: x[0], records)
         return TrainResult(state, records)
 
+    def sweep(self, grid: dict, n_seeds: int = 1, seed: int = 0, total_steps: int = 20_000,
+              devices: int | None = None, seed_batching: str = "vmap"):  # fmt: skip
+        """Train every point of ``grid`` (config field -> list of values) for ``n_seeds`` seeds:
+        the float fields batched with the seeds in one program, the others one program per
+        value (:mod:`ajax.training.sweep`). Returns a
+        :class:`~ajax.training.sweep.SweepResult`: ``points``, each point's final ``states``
+        and ``metrics`` ``[points, seeds, chunks]``. E.g. ``SAC("Pendulum-v1").sweep(
+        {"learning_rate": [1e-4, 3e-4, 1e-3]}, n_seeds=4)``."""
+        from ajax.training.sweep import sweep_runs
+
+        return sweep_runs(self, grid, total_steps, seed, n_seeds, devices, seed_batching)
+
 
 def check_observations(algo: Algorithm, env_id: str) -> None:
     """Image envs only for agents with an image encoder (a flat MLP over pixels is refused);

@@ -65,6 +65,13 @@ def write_json_atomic(path: str | Path, data: Mapping[str, Any]) -> None:
     _replace_atomic(path, lambda f: json.dump(jsonable(data), f, indent=2, allow_nan=False))
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _replace_atomic(path, lambda f: f.write(text))
+
+
 def read_json(path: str | Path) -> dict:
     with open(path) as f:
         return json.load(f)
@@ -164,11 +171,18 @@ def plot_curve(path: str | Path, records: Iterable[Mapping[str, Any]], title: st
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    path = Path(path)
+    save_figure(fig, Path(path), dpi=100)
+
+
+def save_figure(fig, path: Path, dpi: int = 100) -> None:
+    """Save a matplotlib figure to ``path`` atomically (a temporary PNG beside it, renamed over
+    it; removed if anything fails) and close it."""
+    import matplotlib.pyplot as plt
+
     tmp = path.with_name(f".{path.stem}.tmp.png")
     try:
         with naming(path):
-            fig.savefig(tmp, dpi=100)
+            fig.savefig(tmp, dpi=dpi)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -215,7 +215,13 @@ def _draws(d) -> TrainDraws:
     )
 
 
-@pytest.fixture(scope="module", params=CASES)
+# the image/discrete and vector/continuous cases in the default run, all four with -m slow
+# (each case's setup compiles a whole train step: 24-44 s on 2 cores)
+STEP_CASES = [c if c in ("img_disc", "vec_cont") else pytest.param(c, marks=pytest.mark.slow)
+              for c in CASES]  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=STEP_CASES)
 def replayed(request):
     """The official pre-step state replayed through Ajax's loss and train step (one program)."""
     d, cfg, nets, template, discrete, image, mixed = _problem(request.param)

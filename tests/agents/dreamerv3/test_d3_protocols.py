@@ -133,13 +133,16 @@ D3 = ["train", "dreamerv3", "--steps", "100"]
         (["train", "sac", "--env", "Pendulum-v1", "--eval-policy", "sample"],
          "--eval-policy is a dreamerv3 option"),
         (["train", "tdmpc2", "--env", "Pendulum-v1", "--protocol=dmc_proprio"],
-         "--protocol is a dreamerv3 option (the official DreamerV3 run settings, e.g. "
-         "dmc_proprio); tdmpc2 has none: drop --protocol"),
+         "unknown protocol 'dmc_proprio'; tdmpc2's official protocols are dmc"),
+        (["train", "sac", "--env", "Pendulum-v1", "--protocol=dmc_proprio"],
+         "--protocol picks an official run protocol of dreamerv3, tdmpc2; sac has none: drop "
+         "--protocol"),
         (D3 + ["--env", "CartPole-v1", "--eval-policy", "greedy"],
          "eval_policy = 'greedy' is invalid: it must be one of 'mode', 'sample'"),
     ],
     ids=["unknown", "vision-cartpole", "vision-pendulum", "proprio-minatar", "atari100k-cartpole",
-         "crafter-minatar", "bsuite", "sac-eval-policy", "tdmpc2-protocol", "bad-eval-policy"],
+         "crafter-minatar", "bsuite", "sac-eval-policy", "tdmpc2-protocol", "sac-protocol",
+         "bad-eval-policy"],
 )  # fmt: skip
 def test_bad_protocol_input_is_one_line_naming_the_fix(argv, expected, tmp_path, capsys):
     out = tmp_path / "out"

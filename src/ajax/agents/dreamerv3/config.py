@@ -163,13 +163,18 @@ class DreamerV3Config(SequenceReplayConfig):
     # run options no other agent has, with what they set (the CLI names the owner when another
     # agent is given one, :func:`ajax.cli_args.check_agent_only`)
     OWN_FLAGS: ClassVar[dict[str, str]] = {
-        "protocol": "the official DreamerV3 run settings, e.g. dmc_proprio",
         "eval_policy": "whether DreamerV3's evaluation samples or takes the mode",
     }
+
+    # the official run protocols (ajax train --protocol NAME), :mod:`.protocols`
+    PROTOCOLS: ClassVar[dict[str, protocols.Protocol]] = protocols.PROTOCOLS
 
     # old field name -> new: still taken from the command line (with a warning) and from the
     # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
     RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
+    # every float runs one sweep program per value: its modules keep settings (normaliser
+    # rates, two-hot limits, optimiser checks) as static metadata, which a traced value cannot be
+    SWEEP_STATIC: ClassVar[tuple[str, ...]] = ("*",)
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),

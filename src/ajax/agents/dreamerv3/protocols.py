@@ -52,6 +52,10 @@ class Protocol:
     env_options: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     example: str = ""
 
+    def steps_for(self, env_id: str) -> int | None:
+        """The run's env steps on ``env_id``: :attr:`steps`, the same for every env."""
+        return self.steps
+
 
 PROTOCOLS: dict[str, Protocol] = {
     "atari": Protocol(

@@ -54,6 +54,8 @@ class PQNConfig(LoopConfig):
     max_grad_norm: float = 10.0
     eval_freq: int = 16_384
 
+    # sets the decay's length in updates (an int): a sweep runs one program per value
+    SWEEP_STATIC: ClassVar[tuple[str, ...]] = ("exploration_fraction",)
     REFUSED_FLAGS: ClassVar[dict[str, str]] = dict.fromkeys(
         ("buffer_size", "batch_size", "learning_starts", "train_freq", "gradient_steps",
          "target_update_interval"),

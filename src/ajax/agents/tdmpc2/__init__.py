@@ -11,10 +11,13 @@
 - :mod:`.losses`, :mod:`.update`: the losses, the TD target and one full update with explicit
   noise (UpdateNoise).
 - :mod:`.act`, :mod:`.agent`: planning with per-env planner state, and the jitted training loop.
+- :mod:`.protocols`: the official run protocol ("dmc": action repeat 2, 500-step episodes,
+  evaluation every 50,000 steps, the published curves' length) as data.
 
 The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuous actions only.
 """
 
+from ajax.agents.tdmpc2 import protocols
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
 from ajax.agents.tdmpc2.agent import make_loop, replay_agent  # noqa: F401
 from ajax.agents.tdmpc2.agent import policy as agent_policy
@@ -74,6 +77,9 @@ class TDMPC2(ReplayAlgorithm):
 
     ``TDMPC2("Pendulum-v1", TDMPC2Config.preset(1)).train(seed, total_steps, n_seeds)``; the
     whole run (env, planning, updates, evaluation) is one jitted scan, vmapped over seeds.
+    A config from the official protocol (``TDMPC2Config.from_protocol("dmc")``) adds the
+    protocol's env settings (500-step episodes) under the ``env_options`` given and refuses an
+    env of another kind with a ValueError naming the fix.
     """
 
     name = "tdmpc2"
@@ -85,7 +91,17 @@ class TDMPC2(ReplayAlgorithm):
     multitask = "ajax.agents.tdmpc2.multitask:MultitaskTDMPC2"  # offline, from a dataset
 
     def __init__(self, env="Pendulum-v1", config=None, **env_options):
+        config, env_options = self.auto_config(env, config, env_options)
+        protocol = getattr(config, "protocol", None)
+        if protocol is not None and isinstance(env, str):
+            # the protocol's env settings (envs/dmcontrol.py:110) under the ones given
+            family = protocols.check_env_id(protocol, env)
+            env_options = {**protocols.env_options(protocol, family), **env_options}
         super().__init__(env, config, **env_options)  # action_repeat: an option of the env id
+        spec = self.env.spec
+        if protocol is not None:  # an env object: its spec says the family
+            protocols.check_family(protocol, self.env_id, spec.family)
+            protocols.check_observation(protocol, self.env_id, spec.image_shape is not None)
         if self.env.spec.image_shape is not None:
             check_pixel_latent(self.config, self.env.spec.image_shape)
 

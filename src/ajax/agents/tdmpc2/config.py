@@ -3,7 +3,10 @@
 Defaults are the official single-task configuration (nicklashansen/tdmpc2@e9f5932
 tdmpc2/config.yaml, unchanged since the paper-era 5f6fade) and arXiv:2310.16828v2 Table 8. The five
 model sizes of the paper's scaling study are :meth:`TDMPC2Config.preset` (common/__init__.py
-MODEL_SIZE, which overrides the yaml's architecture fields).
+MODEL_SIZE, which overrides the yaml's architecture fields). The official DMC run protocol (action
+repeat 2, 500-step episodes, evaluation every 50,000 steps, the published curves' length) is
+:meth:`TDMPC2Config.from_protocol` (``ajax train tdmpc2 --protocol dmc``), from
+:mod:`ajax.agents.tdmpc2.protocols`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from ajax.agents.tdmpc2 import protocols
 from ajax.distributional import TwoHot
 from ajax.returns import discount_from_horizon
 from ajax.training.api import SequenceReplayConfig
@@ -160,6 +164,11 @@ class TDMPC2Config(SequenceReplayConfig):
         termination_coef: weight of the termination loss (episodic only).
         seed_steps: agent steps of uniform random actions before learning, then as many
             pretraining updates; None gives max(1000, 5 T).
+        protocol: the official protocol this config started from (:meth:`from_protocol`), or
+            None; recorded so a run's config says where its settings came from. "dmc" is
+            nicklashansen/tdmpc2's DMC run: action repeat 2, 500-step episodes, 10 evaluation
+            episodes every 50,000 steps, 2M agent steps (7M on dog and humanoid: the published 4M and
+            14M env steps), model size 5.
     """
 
     model_size: int = 5
@@ -194,10 +203,17 @@ class TDMPC2Config(SequenceReplayConfig):
     episodic: bool = False
     termination_coef: float = 1.0
     seed_steps: int | None = None
+    protocol: str | None = None
+
+    # the official run protocols (ajax train --protocol NAME), :mod:`.protocols`
+    PROTOCOLS: ClassVar[dict[str, protocols.Protocol]] = protocols.PROTOCOLS
 
     # old field name -> new: still taken from the command line (with a warning) and from the
     # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
     RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
+    # every float runs one sweep program per value: its modules keep settings (normaliser
+    # rates, two-hot limits, optimiser checks) as static metadata, which a traced value cannot be
+    SWEEP_STATIC: ClassVar[tuple[str, ...]] = ("*",)
     RULES = {
         "model_size": one_of(*sorted(_MODEL_SIZES)),
         "task_sampling": one_of("episode", "task"),
@@ -206,6 +222,7 @@ class TDMPC2Config(SequenceReplayConfig):
         "num_q": Rule(lo=2, optional=True),  # Q reductions draw a pair
         **{name: at_least(1) for name in ("simnorm_dim", "num_channels", "task_dim")},
         "seed_steps": Rule(lo=1, optional=True),
+        "protocol": Rule(choices=tuple(protocols.PROTOCOLS), optional=True),
         "dropout": between(0.0, 1.0, hi_open=True),
         "discount_min": between(0.0, 1.0, lo_open=True, hi_open=True),
         "discount_max": between(0.0, 1.0, lo_open=True, hi_open=True),
@@ -260,6 +277,15 @@ class TDMPC2Config(SequenceReplayConfig):
         Keyword ``overrides`` replace any field afterwards (e.g. ``planner=PlannerConfig(...)``).
         """
         return cls(model_size=size, **overrides)  # the rules name a size that does not exist
+
+    @classmethod
+    def from_protocol(cls, name: str, **overrides) -> TDMPC2Config:
+        """The official protocol ``name`` ("dmc": :data:`~ajax.agents.tdmpc2.protocols.PROTOCOLS`,
+        each field citing nicklashansen/tdmpc2's file and line), with ``overrides`` over its
+        fields. Its env settings (the 500-step episodes) are applied where the env is built
+        (:class:`~ajax.agents.tdmpc2.TDMPC2`) and its run length by ``ajax train --protocol``
+        (:meth:`~ajax.agents.tdmpc2.protocols.Protocol.steps_for`)."""
+        return cls(**{**protocols.get(name).config, "protocol": name, **overrides})
 
     @property
     def arch(self) -> Architecture:

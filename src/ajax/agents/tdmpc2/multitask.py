@@ -137,6 +137,12 @@ class MultitaskTDMPC2(Algorithm):
         self.config = TDMPC2Config() if config is None else config
         if not isinstance(self.config, TDMPC2Config):
             raise TypeError(f"tdmpc2 needs a TDMPC2Config, got {type(self.config).__name__}")
+        if self.config.protocol is not None:
+            raise ValueError(
+                f"protocol {self.config.protocol!r} is single-task online training "
+                "(nicklashansen/tdmpc2 trainer/online_trainer.py); multi-task tdmpc2 trains "
+                "offline on a dataset (trainer/offline_trainer.py): drop --protocol"
+            )
         if self.config.episodic or self.config.action_repeat != 1:
             raise ValueError(
                 "multi-task tdmpc2 trains on the dataset's own steps, non-episodic: drop "
