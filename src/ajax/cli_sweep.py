@@ -72,7 +72,7 @@ def sweep_help(agent: str, config_cls) -> str:
     from ajax.training.sweep import field_kinds
 
     traced, static, refused = field_kinds(config_cls)
-    wrap = lambda names: "\n    ".join(_lines(names))  # noqa: E731
+    wrap = lambda names: "\n    ".join(_lines(names)) if names else "none"  # noqa: E731
     return (
         f"{USAGE.replace('AGENT', agent)}\n\nrun every combination of the --set values for "
         "--n-seeds seeds each, one run directory per grid point under --out (ajax resume, eval "
@@ -116,6 +116,9 @@ def cmd_sweep(argv: list[str]) -> int:
     sets, rest = split_sets(rest)
     setup = train_setup(agent, rest)
     args, config, algo = setup.args, setup.config, setup.algo
+    if args.wandb_project is not None:
+        raise UsageError("ajax sweep does not log to W&B (each point has its TensorBoard logs): "
+                         "drop --wandb-project")  # fmt: skip
     grid = typed_grid(config_cls, config, sets)
 
     def make_algo(point_config):

@@ -161,6 +161,7 @@ SWEEP = ["sweep", "sac", "--env", "Pendulum-v1", "--hidden", "32", "--batch-size
         (["--set", "tau=0.1,0.1"], "twice"),
         ([], "give at least one --set"),
         (["--set", "learning_rate=1e-3", "--parallel", "data", "--devices", "1"], "--parallel"),
+        (["--set", "learning_rate=1e-3", "--wandb-project", "p"], "wandb"),
     ],
 )
 def test_cli_refuses_bad_grids_with_one_line(extra, message, tmp_path, capsys):
