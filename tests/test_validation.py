@@ -59,6 +59,16 @@ def test_rules_describe_and_admit():
         (lambda: SACConfig(buffer_size=2**31), "buffer_size", "lower --buffer-size to <= 2147483647"),
         (lambda: TDMPC2Config(vmin=10.0, vmax=-10.0), "vmax", "pass --vmax"),
         (lambda: TDMPC2Config(vmin=-10.0, vmax=-10.0), "vmax", "> 0"),
+        # nested configs set from Python: the field and the class it takes, not an AttributeError
+        (lambda: SAC("Pendulum-v1", SACConfig(pretrain=1)), "pretrain",
+         "SACConfig.pretrain = 1 is invalid: it must be None or an MCPretrain; pass "
+         "SACConfig(pretrain=...)"),
+        (lambda: SACConfig(imitation={}), "imitation", "must be None or an ExpertImitation"),
+        (lambda: TD3Config(actor_architecture="pid"), "actor_architecture", "None or a PIDPolicy"),
+        (lambda: TDMPC2Config(planner=3), "planner", "must be a PlannerConfig;"),
+        (lambda: TDMPC2Config(planner=None), "planner", "must be a PlannerConfig;"),
+        (lambda: MCPretrain(expert=abs, rollout_steps=-1), "rollout_steps",
+         "pass MCPretrain(rollout_steps=...)"),  # no --rollout-steps flag exists
     ],
 )  # fmt: skip
 def test_config_error_names_field_value_and_fix(build, field, text):
@@ -300,8 +310,32 @@ BAD_39 = [
     (["envs", "--family", "foo"], "unknown option '--family' of ajax envs"),
     (["agents", "extra"], "unknown argument 'extra' of ajax agents"),
 ]  # fmt: skip
-BAD += [argv for argv, _ in BAD_39]
-EXPECTED = {tuple(argv): text for argv, text in BAD_39}
+# Issue 39, second pass: empty --out/--task, an --out that is or is inside an episode dataset
+# (DATASET: ajax collect's output), a field both swept and set, a bare `ajax sweep`, a value given
+# to a switch, a tuple item that is not a number, compare's --reps/--seed/--out, and presets
+# for an env id that does not exist.
+SWEEP = ["sweep", "sac", "--env", "Pendulum-v1", "--steps", "100", "--set", "learning_rate=1e-3"]
+BAD_39_2 = [
+    (TRAIN + ["--out", ""], "--out is empty; name the output directory"),
+    (TRAIN + ["--out", "DATASET"], "is a dataset directory (it holds dataset.json"),
+    (TRAIN + ["--out", "DATASET/run"], "is inside the dataset directory"),
+    (SWEEP + ["--out", "DATASET"], "a sweep written there would mix with the dataset's files"),
+    (SWEEP + ["--out", ""], "--out is empty"), (["sweep"], "usage: ajax sweep AGENT"),
+    (SWEEP + ["--learning-rate", "3e-4", "--out", "OUT"], "learning_rate is both swept"),
+    (["collect", "RUN", "--out", ""], "--out is empty; name the dataset directory"),
+    (["collect", "RUN", "--out", "DATASET/sub"], "collect into"),
+    (["collect", "RUN", "--out", "OUT", "--task", ""], "--task is empty"),
+    (TRAIN + ["--overwrite", "1"], "--overwrite is a switch and takes no value, got '1'"),
+    (TRAIN + ["--no-progress", "yes"], "--no-progress is a switch and takes no value"),
+    (TRAIN + ["--log-std-bounds", "a", "b"], "invalid value 'a b' for --log-std-bounds: item 'a'"),
+    (["compare", "RUN", "--reps", "1000000000"], "--reps must be in [1, 100000]"),
+    (["compare", "RUN", "--seed", "-1"], "--seed must be in [0, 4294967295]"),
+    (["compare", "RUN", "--out", "FINISHED/run.json/fig.png"], "which is not a directory"),
+    (["presets", "sac", "--env", "NoSuch-v0"], "unknown env id 'NoSuch-v0'"),
+    (["presets", "sac", "--env", ""], "env id must be a non-empty string"),
+]  # fmt: skip
+BAD += [argv for argv, _ in BAD_39 + BAD_39_2]
+EXPECTED = {tuple(argv): text for argv, text in BAD_39 + BAD_39_2}
 
 
 def test_table_has_sixty_bad_invocations():
@@ -335,8 +369,12 @@ def test_bad_invocation_is_one_line_exit_2_and_writes_nothing(
 ):
     monkeypatch.setitem(sys.modules, "wandb", None)  # not installed, wherever the test runs
     out, (run, only) = tmp_path / "out", finished
-    places = {"RUN": tmp_path / "empty", "OUT": out, "FINISHED": run, "CKPTONLY": only}
+    places = {"RUN": tmp_path / "empty", "OUT": out, "FINISHED": run, "CKPTONLY": only,
+              "DATASET": tmp_path / "dataset"}  # fmt: skip
     places["RUN"].mkdir()
+    places["DATASET"].mkdir()  # an episode dataset as ajax collect leaves it (its index)
+    index = {"format": "ajax-episodes", "version": 1, "tasks": {}}
+    (places["DATASET"] / "dataset.json").write_text(json.dumps(index))
     expected = EXPECTED.get(tuple(argv), "")
     argv = [a.replace(a.split("/")[0], str(places[a.split("/")[0]]), 1)
             if a.split("/")[0] in places else a for a in argv]  # fmt: skip

@@ -39,6 +39,7 @@ from ajax.cli_args import (
     check_multitask,
     check_no_args,
     check_optional,
+    check_out_given,
     help_text,
     parse_eval,
     protocol_of,
@@ -183,6 +184,8 @@ def train_setup(agent: str, rest: list[str]) -> TrainSetup:
     if args.multitask:
         args = dataclasses.replace(args, env=f"dataset:{args.dataset}")
     args.check_counts()
+    check_out_given(args.out, "name the output directory (e.g. --out runs/my-run), or drop "
+                    "--out for a new one under runs/")  # fmt: skip
     check_optional(own_args)  # --wandb-project: its package, before anything is written
     devices = args.connect()
     try:
@@ -309,6 +312,7 @@ def cmd_collect(argv: list[str]) -> int:
         raise UsageError(USAGE["collect"])
     args, run_dir = parse_flags(CollectArgs, flags, CollectArgs()), Path(positional[0])
     args.check(flags)
+    check_out_given(args.out, "name the dataset directory, e.g. --out data/pendulum")
     check_dataset_out(Path(args.out))
     try:
         run = restore_run(run_dir, _make_algo, _config_from)

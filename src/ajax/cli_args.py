@@ -199,6 +199,9 @@ class CollectArgs:
         policy options (``flags``: the tokens given) with ``--replay``."""
         if self.out is None:
             raise UsageError("ajax collect needs --out DIR, the dataset to write the episodes into")
+        if self.task is not None and not self.task.strip():
+            raise UsageError("--task is empty; name the task (e.g. --task pendulum), or drop "
+                             "--task for the env's name")  # fmt: skip
         given = [f for f in self.POLICY_FLAGS
                  if any(tok == f or tok.startswith(f + "=") for tok in flags)]  # fmt: skip
         if self.replay and given:
@@ -350,11 +353,25 @@ def check_optional(flags: list[str]) -> None:
                                  f"drop {flag}")  # fmt: skip
 
 
-def check_dataset_out(out: Path) -> None:
-    """UsageError for a ``collect --out`` that is a run directory or inside one: the dataset
-    would mix with the run's files."""
-    from ajax.training.run import enclosing_run
+def check_out_given(out: str | None, fix: str) -> None:
+    """UsageError for an ``--out ""`` (an unset shell variable, say): it would name the current
+    directory (``collect``) or fall back to the default directory (``train``, ``sweep``)."""
+    if out is not None and not out.strip():
+        raise UsageError(f"--out is empty; {fix}")
 
+
+def check_dataset_out(out: Path) -> None:
+    """UsageError for a ``collect --out`` that is a run directory or inside one (the
+    dataset would mix with the run's files), or inside another dataset (``--out`` that is a
+    dataset adds the task to it)."""
+    from ajax.training.run import DATASET_INDEX, enclosing_dataset, enclosing_run
+
+    outer = enclosing_dataset(out, itself=False)
+    if outer is not None:
+        raise UsageError(
+            f"--out {out} is inside the dataset directory {outer} (it holds {DATASET_INDEX}); "
+            f"collect into {outer} itself to add a task to it, or pick an --out outside it"
+        )
     found = enclosing_run(out, itself=True)
     if found is not None:
         run, marker = found

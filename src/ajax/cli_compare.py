@@ -10,14 +10,19 @@ as a table; ``--out`` saves the curves with their bands (and the published curve
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ajax.cli_flags import UsageError
+from ajax.failures import NO_SPACE
 
 USAGE = ("usage: ajax compare RUN_OR_SWEEP... [--metric eval_return] [--out FIG.png] "
          "[--format md|csv|json] [--reference tdmpc2|dreamerv3|sac] [--ci 0.95] [--reps N] "
          "[--seed S]")  # fmt: skip
 OPTIONS = {"--metric": str, "--out": str, "--format": str, "--reference": str, "--ci": float,
            "--reps": int, "--seed": int}  # fmt: skip
+# The most bootstrap resamples: each is drawn at once (reps x seeds per run), and past ~1e5 the
+# interval's Monte Carlo error is far below the seeds' own.
+MAX_REPS = 100_000
 DEFAULTS = {"metric": "eval_return", "out": None, "format": "md", "reference": None,
             "ci": 0.95, "reps": 2000, "seed": 0}  # fmt: skip
 
@@ -61,10 +66,28 @@ def _check(paths: list[str], opts: dict) -> None:
                          f"{', '.join(SOURCES)}")  # fmt: skip
     if not 0 < opts["ci"] < 1:
         raise UsageError(f"--ci must be in (0, 1), e.g. 0.95; got {opts['ci']}")
-    if opts["reps"] < 1:
-        raise UsageError(f"--reps must be >= 1, e.g. 2000; got {opts['reps']}")
+    if not 1 <= opts["reps"] <= MAX_REPS:
+        raise UsageError(f"--reps must be in [1, {MAX_REPS}] (bootstrap resamples, held in "
+                         f"memory at once), e.g. 2000; got {opts['reps']}")  # fmt: skip
+    if not 0 <= opts["seed"] <= 2**32 - 1:
+        raise UsageError(f"--seed must be in [0, {2**32 - 1}]; got {opts['seed']}")
     if opts["out"] is not None and not opts["out"].lower().endswith(".png"):
         raise UsageError(f"--out names a PNG file (FIG.png); got {opts['out']!r}")
+    if opts["out"] is not None:
+        _check_out(Path(opts["out"]))
+
+
+def _check_out(out: Path) -> None:
+    """UsageError, before anything is computed or written, for an ``--out`` that is a directory
+    or lies under a file."""
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a directory; name the PNG file, e.g. {out / 'fig.png'}")
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"--out {out} lies under {parent}, which is not a directory; pick a "
+                         "writable --out path")  # fmt: skip
 
 
 def _references(runs, source: str | None) -> dict:
@@ -111,9 +134,17 @@ def cmd_compare(argv: list[str]) -> int:
         pairs = improvements(runs, o["reps"], o["ci"], o["seed"])
     except CompareError as err:
         raise UsageError(str(err)) from None
-    sys.stdout.write(format_table(summaries, pairs, o["format"], o["ci"]))
+    table = format_table(summaries, pairs, o["format"], o["ci"])
+    if o["out"]:  # the figure first: an --out that cannot be written leaves only the error
+        try:
+            plot_groups(o["out"], runs, references=refs, reps=min(o["reps"], 1000),
+                        level=o["ci"], seed=o["seed"])  # fmt: skip
+        except OSError as err:
+            if err.errno in NO_SPACE:  # the machine failed, not the flag: exit 4
+                raise
+            raise UsageError(f"cannot write --out {o['out']}: {err.strerror or err}; pick a "
+                             "writable --out path") from err  # fmt: skip
+    sys.stdout.write(table)
     if o["out"]:
-        plot_groups(o["out"], runs, references=refs, reps=min(o["reps"], 1000), level=o["ci"],
-                    seed=o["seed"])  # fmt: skip
         print(f"wrote {o['out']}", file=sys.stderr)
     return 0

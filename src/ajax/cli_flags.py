@@ -178,6 +178,16 @@ def _takes(owner, name: str, hint) -> str:
     return text + ("" if default is dataclasses.MISSING else f" (default {default!r})")
 
 
+def _switch_value(tok: str, inline: str, following: list[str]) -> str:
+    """The error of a value given to the switch ``tok`` (``--overwrite 1``, ``--no-progress
+    yes``, ``--overwrite=1``), or "" when it has none."""
+    flag = tok.split("=", 1)[0]
+    given = inline if "=" in tok else (following[0] if following else "--")
+    if given.startswith("--"):
+        return ""
+    return f"{flag} is a switch and takes no value, got {given!r}: give {flag} alone"
+
+
 def _diagnose(cls, args: list[str]) -> str:
     """The first flag of ``args`` that cannot parse, and why."""
     for i, tok in enumerate(args):
@@ -185,13 +195,18 @@ def _diagnose(cls, args: list[str]) -> str:
             continue
         dotted, _, inline = tok[2:].partition("=")
         dotted = dotted.replace("-", "_")
+        switch = _switch_value(tok, inline, args[i + 1 : i + 2])
         if dotted.split(".")[-1].startswith("no_"):
+            if switch:
+                return switch
             continue  # a boolean switch
         owner, name, hint = _resolve(cls, dotted)
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(options) == 1:
             hint = options[0]  # an optional flag (e.g. --devices): the value's own type
         if hint is bool:
+            if switch:
+                return switch
             continue
         if dataclasses.is_dataclass(hint):
             fields = ", ".join(_flag(f"{dotted}.{f.name}") for f in dataclasses.fields(hint))
@@ -210,6 +225,15 @@ def _diagnose(cls, args: list[str]) -> str:
         if arity > 1 and len(values) != arity:
             return (f"{_flag(dotted)} takes {arity} values, got {len(values)}: "
                     f"{_takes(owner, name, hint)}")  # fmt: skip
+        kinds = typing.get_args(hint) if typing.get_origin(hint) is tuple else ()
+        for item, kind in zip(values, kinds, strict=False):
+            if kind in (int, float):
+                try:
+                    kind(item)
+                except ValueError:
+                    return (f"invalid value {' '.join(values)!r} for {_flag(dotted)}: item "
+                            f"{item!r} is not a {kind.__name__}; it takes "
+                            f"{_takes(owner, name, hint)}")  # fmt: skip
         with contextlib.suppress(ValueError, TypeError):
             if hint in (int, float):
                 hint(values[0])

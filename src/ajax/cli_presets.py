@@ -64,6 +64,13 @@ def cmd_presets(argv: list[str]) -> int:
     agent = rest[0] if rest else None
     if agent is not None and agent not in agents.names():
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(agents.names())}")
+    if env is not None:
+        from ajax.environments.registry import resolve_env_id
+
+        try:  # a misspelt id is not "no preset": name the id and the closest known ones
+            resolve_env_id(env)
+        except ValueError as err:
+            raise UsageError(f"--env: {err}") from err
     lines = presets.listing(agent, env)
     if not lines:
         what = " ".join(x for x in (agent, env and f"on {env}") if x)

@@ -39,6 +39,17 @@ def split_sets(argv: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
     return sets, rest
 
 
+def check_set_and_flag(sets: list[tuple[str, str]], rest: list[str]) -> None:
+    """UsageError for a field both swept (``--set FIELD=...``) and given as its flag
+    (``--field V``): the grid would silently replace the flag's value."""
+    given = {tok[2:].split("=", 1)[0].replace("-", "_") for tok in rest if tok.startswith("--")}
+    for field, values in sets:
+        if field in given:
+            flag = "--" + field.replace("_", "-")
+            raise UsageError(f"{field} is both swept (--set {field}={values}) and set by {flag}; "
+                             f"drop {flag}, or put its value in the --set list")  # fmt: skip
+
+
 def typed_grid(config_cls, config, sets: list[tuple[str, str]]) -> dict[str, tuple]:
     """The grid ``field -> values``, each value parsed and checked as its flag would be
     (``--field value``: its type, its rule)."""
@@ -102,10 +113,12 @@ def cmd_sweep(argv: list[str]) -> int:
     from ajax.training.sweep_dirs import plan_sweep, run_sweep
 
     agents = _agents()
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:
+        raise UsageError(f"{USAGE}; agents: {', '.join(agents)}")
+    if argv[0] in ("-h", "--help"):
         print(f"{USAGE}\nagents: {', '.join(agents)}; 'ajax sweep AGENT --help' says which "
               "fields sweep in one program")  # fmt: skip
-        return 0 if argv else 2
+        return 0
     agent, rest = argv[0], argv[1:]
     if agent not in agents:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
@@ -114,6 +127,7 @@ def cmd_sweep(argv: list[str]) -> int:
         print(sweep_help(agent, config_cls))
         return 0
     sets, rest = split_sets(rest)
+    check_set_and_flag(sets, rest)
     setup = train_setup(agent, rest)
     args, config, algo = setup.args, setup.config, setup.algo
     if args.wandb_project is not None:

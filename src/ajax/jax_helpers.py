@@ -2,6 +2,7 @@
 
 - :func:`lockstep`: a value every vmapped seed shares, unbatched under ``vmap``;
 - :func:`zeros_like_shapes`, :func:`cond`, :func:`when`: branch helpers of the loops;
+- :func:`known`: whether a builder's arguments are concrete (its Python checks apply);
 - :func:`tree_select`, :func:`where_batch`, :func:`strong_types`: pytree selection and typing
   of env states.
 """
@@ -33,6 +34,13 @@ def lockstep(x: jax.Array) -> jax.Array:
 def _lockstep_vmap(axis_size, in_batched, x):
     del axis_size
     return (x[0] if in_batched[0] else x), False
+
+
+def known(*values: Any) -> bool:
+    """Whether every value is concrete (no JAX tracer): a builder's Python checks of its
+    arguments apply to those only. A sweep's traced settings (:mod:`ajax.training.sweep`) were
+    checked as the grid's concrete values before the program was traced."""
+    return not any(isinstance(v, jax.core.Tracer) for v in values)
 
 
 def zeros_like_shapes(fn: Callable, *args) -> Any:

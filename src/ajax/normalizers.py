@@ -24,11 +24,11 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from ajax.jax_helpers import known
+
 
 def _check_rate(rate: float) -> None:
-    if isinstance(rate, jax.core.Tracer):  # a sweep's traced rate: its grid values were checked
-        return
-    if not 0.0 <= rate <= 1.0:
+    if known(rate) and not 0.0 <= rate <= 1.0:  # a sweep's traced rate was checked concrete
         raise ValueError(f"rate must lie in [0, 1] (an EMA step size), got {rate}.")
 
 

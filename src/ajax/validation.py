@@ -204,13 +204,18 @@ def _int32_error(value: Any, kind: type | None) -> tuple[str, str] | None:
 
 def validate(config: Any, rules: Mapping[str, Rule]) -> None:
     """Check the type of every scalar and tuple field of the dataclass ``config`` (tuples: arity
-    and item types; ints: within int32), and each rule."""
+    and item types; ints: within int32), the class of every nested config field (``planner``,
+    ``pretrain``: an instance, or None where the hint allows it), and each rule."""
     owner = type(config).__name__
     hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         value, hint = getattr(config, field.name), hints.get(field.name)
         rule, where = rules.get(field.name), _where(config, field.name)
         kind, items = _scalar_kind(hint), _tuple_kinds(hint)
+        of_class = _class_error(value, hint) if kind is None and items is None else None
+        if of_class:  # a nested config (PlannerConfig, MCPretrain, ...): set from Python
+            raise field_error(owner, field.name, value, of_class,
+                              **dict(where, argument=PYTHON_ARGUMENT))  # fmt: skip
         if value is None and (rule is None or rule.optional):
             if items is None or _optional(hint):
                 continue
@@ -225,6 +230,25 @@ def validate(config: Any, rules: Mapping[str, Rule]) -> None:
             flag = "--" + where["prefix"] + field.name.replace("_", "-")
             fix = "" if where["argument"] else f"{too_big[1]} {flag} to {too_big[0].split(':')[0]}"
             raise field_error(owner, field.name, value, too_big[0], fix, **where)
+
+
+def _class_error(value: Any, hint: Any) -> str | None:
+    """Why ``value`` is not an instance of the class hint ``C`` or ``C | None`` of a nested
+    config (``planner: PlannerConfig``, ``pretrain: MCPretrain | None``), None when it is (or
+    the hint is no such class: builtins and generics are left to the other checks)."""
+    options = [hint]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+    if len(options) != 1 or not isinstance(options[0], type):
+        return None
+    cls = options[0]
+    if cls.__module__ in ("builtins", "typing") or isinstance(value, cls):
+        return None
+    if value is None and _optional(hint):
+        return None
+    name = cls.__name__  # "an MCPretrain" (an initialism read letter by letter), "a CNNSpec"
+    vowel = name[0] in "AEIOU" or (name[:2].isupper() and name[0] in "FHLMNRSX")
+    return ("None or " if _optional(hint) else "") + ("an " if vowel else "a ") + name
 
 
 def _optional(hint: Any) -> bool:

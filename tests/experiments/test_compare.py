@@ -111,6 +111,7 @@ def test_errors_are_one_line_exit_2(tmp_path, runs, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "badsweep").mkdir()
     (tmp_path / "badsweep" / "sweep.json").write_text("{}")
+    (tmp_path / "fig.png").mkdir()  # a directory named like the figure
     cases = [
         ([tmp_path / "nope"], "does not exist"),
         ([tmp_path / "empty"], "neither a run directory (no run.json) nor a sweep directory "
@@ -124,6 +125,11 @@ def test_errors_are_one_line_exit_2(tmp_path, runs, capsys):
         ([runs[0], "--bins", "3"], "unknown option --bins"),
         ([runs[0], runs[0]], "is named twice"),
         ([runs[0], "--out", tmp_path / "fig.pdf"], "--out names a PNG"),
+        ([runs[0], "--out", tmp_path / "fig.png"], "is a directory; name the PNG"),
+        ([runs[0], "--out", runs[0] / "run.json" / "fig.png"], "which is not a directory"),
+        ([runs[0], "--out", "/proc/ajax-no-such/fig.png"], "cannot write --out"),  # no table
+        ([runs[0], "--reps", "1000000000"], "--reps must be in [1, 100000]"),
+        ([runs[0], "--seed", "-1"], "--seed must be in [0, 4294967295]"),
         ([], "name at least one run or sweep directory"),
     ]  # fmt: skip
     for args, message in cases:

@@ -256,3 +256,17 @@ def test_a_host_env_is_refused():
     host = SimpleNamespace(is_jax=False, env_id="dmc:cartpole-swingup")
     with pytest.raises(SweepError, match="host env"):
         plan_sweep(host, {"tau": [0.1]}, 100, 0, 1, None, "seeds", "vmap", None)
+
+
+@pytest.mark.slow
+def test_a_tdmpc2_learning_rate_sweep_is_bitwise_the_plain_runs():
+    """TD-MPC2 traces its learning rate (``SWEEP_TRACED``): 2 rates x 2 seeds of a tiny model in
+    one mapped program, each point bitwise the plain run."""
+    from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
+
+    tiny = TDMPC2Config.preset(
+        1, enc_dim=16, mlp_dim=16, latent_dim=16, batch_size=8, seed_steps=40, eval_freq=50,
+        eval_episodes=1,
+        planner=PlannerConfig(num_samples=16, num_pi_trajs=2, num_elites=4, iterations=2),
+    )  # fmt: skip
+    check_points_are_plain_runs(TDMPC2, "Pendulum-v1", tiny, 100, [3e-4, 1e-3], 2)

@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ajax.jax_helpers import known
+
 
 def clip_by_member_norm(max_norm: float) -> optax.GradientTransformation:
     """``optax.clip_by_global_norm`` on each ensemble member alone; leaf axis 0 indexes members.
@@ -13,7 +15,7 @@ def clip_by_member_norm(max_norm: float) -> optax.GradientTransformation:
     Each member is its own network in the references and is clipped alone (ASAC: BobMak/asac
     @4b68862, darer/Models.py:299-301). The clipped member is g / ||g|| * max_norm, as optax does.
     """
-    if not isinstance(max_norm, jax.core.Tracer) and max_norm <= 0:  # a sweep's: checked
+    if known(max_norm) and max_norm <= 0:  # a sweep's traced value was checked concrete
         raise ValueError(f"max_norm must be positive, got {max_norm}")
 
     def update_fn(updates, state, params=None):
@@ -68,7 +70,6 @@ def get_adam_tx(
     centered=True) with decay ``beta_2`` (``beta_1`` unused).
     """
     check = lambda ok, message: ok or _raise(message)  # noqa: E731
-    known = lambda *xs: not any(isinstance(x, jax.core.Tracer) for x in xs)  # noqa: E731
     # a sweep's traced values (ajax.training.sweep) were checked as the grid's concrete values
     if not callable(learning_rate) and known(learning_rate):
         check(learning_rate > 0, f"learning_rate must be positive, got {learning_rate}")

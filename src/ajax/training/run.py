@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ajax.buffers.dataset import FORMAT, INDEX
 from ajax.failures import run_write_failed
 from ajax.training import driver
 from ajax.training.algorithm import Algorithm
@@ -95,15 +96,49 @@ def enclosing_run(path: Path, itself: bool = False) -> tuple[Path, str] | None:
     return None
 
 
+# The file that marks an episode dataset (``ajax collect``'s output), and its format.
+DATASET_INDEX, DATASET_FORMAT = INDEX, FORMAT
+
+
+def enclosing_dataset(path: Path, itself: bool = True) -> Path | None:
+    """The nearest episode dataset directory (one whose ``dataset.json`` is Ajax's format) at
+    ``path`` (when ``itself``) or above it, or None: a run written there would mix with it."""
+    import json
+
+    path = Path(path).resolve()
+    for directory in [path, *path.parents][0 if itself else 1 :]:
+        try:
+            index = directory / DATASET_INDEX
+            if index.is_file() and json.loads(index.read_text()).get("format") == DATASET_FORMAT:
+                return directory
+        except (OSError, ValueError, AttributeError):  # unreadable, or not Ajax's dataset.json
+            continue
+    return None
+
+
+def refuse_dataset_out(out: Path, what: str = "a run") -> None:
+    """FileExistsError for an ``--out`` that is, or is inside, an episode dataset directory."""
+    dataset = enclosing_dataset(out)
+    if dataset is not None:
+        where = ("is a dataset directory" if dataset == Path(out).resolve()
+                 else f"is inside the dataset directory {dataset}")  # fmt: skip
+        raise FileExistsError(
+            f"{out} {where} (it holds {DATASET_INDEX}, from 'ajax collect'); {what} written "
+            "there would mix with the dataset's files: pick an --out outside it"
+        )
+
+
 def prepare_run_dir(out: Path, spec: RunSpec, overwrite: bool) -> None:
     """Create ``out`` for a new run; refuse one inside another run's directory (even with
-    ``overwrite``), and one that holds another run unless ``overwrite``."""
+    ``overwrite``), one that is or is inside an episode dataset, and one that holds another
+    run unless ``overwrite``."""
     inside = enclosing_run(out)
     if inside is not None:
         raise FileExistsError(
             f"{out} is inside the run directory {inside[0]} (it holds {inside[1]}); a run "
             "written there would overwrite that run's files: pick an --out outside it"
         )
+    refuse_dataset_out(out)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(20, "it exists and is not a directory", str(out))
     if out.exists() and is_run_dir(out):

@@ -10,8 +10,8 @@ A grid maps config fields to the values to try. Its fields fall in two kinds
   program: :func:`swept_chunks` builds the agent's functions inside the trace from a config
   whose traced fields are the run's own scalars (:func:`with_values`).
 - **static** fields: everything else (widths, batch sizes, counts, booleans, strings, nested
-  configs; and the floats a config class lists in ``SWEEP_STATIC``, which steer Python control
-  flow or set a shape). Each of their combinations is its own program, run one after another.
+  configs; and the floats a config class lists in ``SWEEP_STATIC``, or leaves out of its
+  ``SWEEP_TRACED``, which steer Python control flow, set a shape or sit in static metadata). Each of their combinations is its own program, run one after another.
 
 Grid point ``g``'s seeds are ``seed .. seed + n_seeds - 1``, the same keys as a plain run with
 that config: under ``seed_batching="map"`` each point is bitwise the plain run (the field is a
@@ -66,13 +66,14 @@ def _is_float_field(annotation: Any) -> bool:
 
 def field_kinds(config_cls) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]:
     """``(traced, static, refused)`` fields of ``config_cls``: floats not in its
-    ``SWEEP_STATIC`` (``("*",)``: none) are traced; the fields set from Python only
-    (``PYTHON_ONLY``) cannot be swept (``refused``: field -> why); every other field runs one
-    program per value."""
+    ``SWEEP_STATIC`` are traced (only those in its ``SWEEP_TRACED``, when it has one); the fields
+    set from Python only (``PYTHON_ONLY``) cannot be swept (``refused``: field -> why); every
+    other field runs one program per value."""
     python_only = getattr(config_cls, "PYTHON_ONLY", {})
     static_floats = set(getattr(config_cls, "SWEEP_STATIC", ()))
-    if "*" in static_floats:
-        static_floats = {f.name for f in dataclasses.fields(config_cls)}
+    allowed = getattr(config_cls, "SWEEP_TRACED", None)
+    if allowed is not None:
+        static_floats |= {f.name for f in dataclasses.fields(config_cls)} - set(allowed)
     traced, static = [], []
     for f in dataclasses.fields(config_cls):
         if f.name in python_only:

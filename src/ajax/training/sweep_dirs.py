@@ -34,6 +34,7 @@ from ajax.training.run import (
     identity,
     is_run_dir,
     prepare_run_dir,
+    refuse_dataset_out,
     summarise,
 )
 from ajax.training.sweep import (
@@ -74,12 +75,13 @@ class Prepared(NamedTuple):
 
 
 def check_out(out: Path, overwrite: bool) -> None:
-    """Refuse an ``--out`` inside a run directory, one that is a run directory, and one holding
-    a sweep unless ``overwrite``."""
+    """Refuse an ``--out`` inside a run directory, one that is a run directory, one that is or
+    is inside an episode dataset, and one holding a sweep unless ``overwrite``."""
     inside = enclosing_run(out, itself=True)
     if inside is not None:
         raise FileExistsError(f"{out} is (inside) the run directory {inside[0]}: a sweep "
                               "written there would overwrite it; pick another --out")  # fmt: skip
+    refuse_dataset_out(out, "a sweep")
     if (out / SWEEP_FILE).exists() and not overwrite:
         raise FileExistsError(f"{out} already holds a sweep; pass --overwrite to replace it "
                               "or pick another --out")  # fmt: skip

@@ -172,9 +172,10 @@ class DreamerV3Config(SequenceReplayConfig):
     # old field name -> new: still taken from the command line (with a warning) and from the
     # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
     RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
-    # every float runs one sweep program per value: its modules keep settings (normaliser
-    # rates, two-hot limits, optimiser checks) as static metadata, which a traced value cannot be
-    SWEEP_STATIC: ClassVar[tuple[str, ...]] = ("*",)
+    # no float is traced by a sweep (ajax.training.sweep): its modules keep settings
+    # (normaliser rates, unimix, optimiser checks) as static metadata or Python checks, so every
+    # value runs a program of its own
+    SWEEP_TRACED: ClassVar[tuple[str, ...]] = ()
 
     RULES = {
         "model_size": one_of(*MODEL_SIZES),

@@ -35,7 +35,7 @@ import optax
 from ajax.networks.distributions import log_prob_from_raw
 from ajax.networks.networks import action_value_input, phi_star_critic_state, predict_value
 from ajax.training.api import Transition, to_env_action
-from ajax.validation import Validated, at_least, between, positive, require
+from ajax.validation import PYTHON_ARGUMENT, Validated, at_least, between, positive, require
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,7 @@ class MCPretrain(Validated):
     expert_critic: bool = False
     refresh_lr: float = 0.0
 
+    ARGUMENT = PYTHON_ARGUMENT  # set from Python only: no flags
     RULES = {
         "refresh_lr": at_least(0.0),
         "rollout_steps": positive(),
@@ -125,6 +126,7 @@ class ExpertImitation(Validated):
     alpha: float = 2.5
     decay_updates: int = 5000
 
+    ARGUMENT = PYTHON_ARGUMENT  # set from Python only: no flags
     RULES = {"alpha": positive(), "decay_updates": positive()}
 
     def relations(self) -> None:

@@ -211,9 +211,10 @@ class TDMPC2Config(SequenceReplayConfig):
     # old field name -> new: still taken from the command line (with a warning) and from the
     # run.json of older runs until 0.3.0 (ajax.validation.renamed_fields)
     RENAMED: ClassVar[dict[str, str]] = {"lr": "learning_rate"}
-    # every float runs one sweep program per value: its modules keep settings (normaliser
-    # rates, two-hot limits, optimiser checks) as static metadata, which a traced value cannot be
-    SWEEP_STATIC: ClassVar[tuple[str, ...]] = ("*",)
+    # the floats a sweep traces (ajax.training.sweep); the others run one program per value:
+    # the normalisers, two-hot bins and discount rule keep them as static metadata or Python
+    # checks (tests/training/test_sweep.py traces these two)
+    SWEEP_TRACED: ClassVar[tuple[str, ...]] = ("learning_rate", "grad_clip_norm")
     RULES = {
         "model_size": one_of(*sorted(_MODEL_SIZES)),
         "task_sampling": one_of("episode", "task"),

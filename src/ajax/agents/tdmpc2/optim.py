@@ -19,6 +19,8 @@ from typing import Any
 import jax
 import optax
 
+from ajax.jax_helpers import known
+
 ENCODER_LR_SCALE = {"encoder": 0.3}  # config.yaml enc_lr_scale
 
 
@@ -49,7 +51,7 @@ def adam_grouped(
     group would be wrong (spec 000 B17 false friend 3).
     """
     lr_scales = dict(ENCODER_LR_SCALE if lr_scales is None else lr_scales)
-    if lr <= 0 or clip_norm <= 0 or eps < 0:
+    if known(lr, clip_norm, eps) and (lr <= 0 or clip_norm <= 0 or eps < 0):
         raise ValueError(f"need lr > 0, clip_norm > 0, eps >= 0; got {lr}, {clip_norm}, {eps}")
     bad = {g: s for g, s in lr_scales.items() if s < 0}
     if bad:
@@ -73,6 +75,6 @@ def pi_adam(
 
     tdmpc2.py:31 and :228 (HEAD). Note its eps differs from the world model's 1e-8.
     """
-    if lr <= 0 or clip_norm <= 0 or eps < 0:
+    if known(lr, clip_norm, eps) and (lr <= 0 or clip_norm <= 0 or eps < 0):
         raise ValueError(f"need lr > 0, clip_norm > 0, eps >= 0; got {lr}, {clip_norm}, {eps}")
     return optax.chain(optax.clip_by_global_norm(clip_norm), optax.adam(lr, eps=eps))
