@@ -132,6 +132,7 @@ def test_bad_recurrent_configs_name_the_field(kwargs, field):
         PPOConfig(**kwargs)
 
 
+@pytest.mark.slow  # 40 s on 2 cores
 def test_recurrent_ppo_on_a_host_env_replays_what_it_collected():
     """The host loop carries the GRU state beside the simulators and hands the update the carry
     each rollout started from: with a learning rate too small to move the policy, replaying the

@@ -49,6 +49,7 @@ def test_b13_t2_agent_plan_eval_drops_only_final_noise(params):
     np.testing.assert_allclose(train.action, expect, rtol=1e-6)
 
 
+@pytest.mark.slow  # 26 s on 2 cores
 def test_b13_t2_agent_act_vmap_over_envs_equals_loop(params):
     model, p = params
     n = 3

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from tests.agents.tdmpc2.test_t2_parity import _PREFIX, _component, _sub, _targets, _with_adam
 
 from ajax.agents.tdmpc2 import TDMPC2Config, UpdateNoise, WorldModel, update_with_noise
@@ -106,6 +107,7 @@ def _setup(data):
     return cfg, model, discounts[task], state, batch, task
 
 
+@pytest.mark.slow  # 22-55 s on 2 cores; the single-task parity stays in the default run
 def test_t2_multitask_update_parity_with_official():
     """One multi-task update (dropout 0.01, replayed masks) equals the official one."""
     data = dict(np.load(FIXTURES / "tdmpc2_mt_update_parity.npz"))

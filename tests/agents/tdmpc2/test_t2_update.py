@@ -66,6 +66,7 @@ def test_t2_policy_loss_scale_and_entropy():
     np.testing.assert_allclose(losses.policy_loss(q, ent, 2.0, 0.1, 0.5), -1.7, rtol=1e-6)
 
 
+@pytest.mark.slow  # 15-41 s on 2 cores
 def test_t2_update_terminating_batch():
     """A hand-made episodic batch: the termination head trains toward the labels, the TD target
     of a terminal step is its reward, and the target Qs move by the EMA after both steps."""
