@@ -109,8 +109,8 @@ def _lines(names, width: int = 88) -> list[str]:
 def cmd_sweep(argv: list[str]) -> int:
     from ajax.cli import _agents, _make_algo, _slug, is_primary, train_setup
     from ajax.training.run import RunSpec
-    from ajax.training.sweep import SweepError
-    from ajax.training.sweep_dirs import plan_sweep, run_sweep
+    from ajax.training.sweep import SweepError, plan_sweep
+    from ajax.training.sweep_dirs import run_sweep
 
     agents = _agents()
     if not argv:

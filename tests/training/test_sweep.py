@@ -255,7 +255,7 @@ def test_a_host_env_is_refused():
     """A sweep batches its runs in one jitted program: a host env (dm_control, ...) cannot."""
     from types import SimpleNamespace
 
-    from ajax.training.sweep_dirs import plan_sweep
+    from ajax.training.sweep import plan_sweep
 
     host = SimpleNamespace(is_jax=False, env_id="dmc:cartpole-swingup")
     with pytest.raises(SweepError, match="host env"):

@@ -239,9 +239,6 @@ def plan_group(algo, total_steps, seed, n_seeds, n_points, devices, parallel, ba
             f"{n_points * n_seeds} runs in one program: fewer values of the traced fields or "
             "seeds also fit)"
         ) from err
-    if p.mesh is not None and "data" in p.mesh.axis_names:
-        raise SweepError("--parallel data splits one run over devices; a sweep splits its "
-                         "runs: use --parallel seeds")  # fmt: skip
     return p._replace(seeds=[seed + i for _ in range(n_points) for i in range(n_seeds)])
 
 
@@ -277,37 +274,63 @@ class SweepResult(NamedTuple):
     metrics: dict
 
 
+class Sweep(NamedTuple):
+    """A validated sweep, nothing written yet: its point configs and its programs."""
+
+    points: list[dict]
+    configs: list[Any]
+    traced: list[str]
+    programs: list  # (Group, Plan)
+
+
+def plan_sweep(algo, grid: dict, steps: int, seed: int, n_seeds: int, devices, parallel,
+               batching: str, make_algo) -> Sweep:  # fmt: skip
+    """Validate the whole sweep before anything is written (:class:`SweepError`,
+    :class:`~ajax.validation.ConfigError`, or ``make_algo``'s errors for a point's config)."""
+    if not algo.is_jax:
+        raise SweepError(f"{algo.env_id!r} is a host env; a sweep batches its runs in one "
+                         "jitted program and needs a JAX env")  # fmt: skip
+    if parallel == "data":
+        raise SweepError("--parallel data splits one run over devices; a sweep splits its "
+                         "runs: use --parallel seeds")  # fmt: skip
+    traced, static = split_grid(type(algo.config), grid)
+    configs = point_configs(algo.config, {k: grid[k] for k in grid})
+    for field in derived_by(algo.config, traced):
+        static[field] = traced.pop(field)
+    gs = groups(algo, list(grid), traced, static, make_algo)
+    programs = [(g, plan_group(g.algo, steps, seed, n_seeds, len(g.traced), devices, parallel,
+                               batching)) for g in gs]  # fmt: skip
+    points = combinations({k: tuple(v) for k, v in grid.items()})
+    return Sweep(points, configs, list(traced), programs)
+
+
 def sweep_runs(algo, grid: dict[str, Sequence], total_steps: int, seed: int = 0,
                n_seeds: int = 1, devices: int | None = None,
                seed_batching: str = "vmap") -> SweepResult:  # fmt: skip
     """Train every point of ``grid`` (config field -> values) for ``n_seeds`` seeds each, the
     traced fields batched in one program per combination of static ones (module docstring).
     :class:`SweepError` or :class:`~ajax.validation.ConfigError` for a grid that cannot run."""
-    if not algo.is_jax:
-        raise SweepError(f"{algo.env_id!r} is a host env; sweeps batch runs in one jitted "
-                         "program and need a JAX env")  # fmt: skip
-    traced, static = split_grid(type(algo.config), grid)
-    point_configs(algo.config, {**traced, **static})  # every point validates, before any run
-    for field in derived_by(algo.config, traced):
-        static[field] = traced.pop(field)
-    gs = groups(algo, list(grid), traced, static, lambda c: rebuilt(algo, c))
-    plans = [plan_group(g.algo, total_steps, seed, n_seeds, len(g.traced), devices, "seeds",
-                        seed_batching) for g in gs]  # fmt: skip
-    n_points = sum(len(g.indices) for g in gs)
-    states: list = [None] * n_points
-    metrics: list = [None] * n_points
-    for g, p in zip(gs, plans, strict=True):
-        start = start_group(g, total_steps, p)
-        state, records = driver.run(g.algo, start, p, check=False)
+    sw = plan_sweep(algo, grid, total_steps, seed, n_seeds, devices, "seeds", seed_batching,
+                    lambda c: rebuilt(algo, c))  # fmt: skip
+    states: list = [None] * len(sw.points)
+    metrics: list = [None] * len(sw.points)
+    for g, p in sw.programs:
+        state, records = driver.run(g.algo, start_group(g, total_steps, p), p, check=False)
         records = jax.tree.map(lambda x: jnp.moveaxis(x, 0, 1), records)  # [runs, chunks]
-        for j, index in enumerate(g.indices):
-            at = rebuilt(g.algo, with_values(g.algo.config, g.traced[j]))
-            leaves = point_slice(state.state, j, n_seeds)
-            states[index] = jax.tree.unflatten(state_structure(at, total_steps), leaves)
+        for j, (index, structure) in enumerate(
+            zip(g.indices, point_structures(g, total_steps), strict=True)
+        ):
+            states[index] = jax.tree.unflatten(structure, point_slice(state.state, j, n_seeds))
             metrics[index] = point_slice(records, j, n_seeds)
-    points = combinations({k: tuple(v) for k, v in grid.items()})
     stack = lambda *xs: jnp.stack(xs)  # noqa: E731
-    return SweepResult(points, states, jax.tree.map(stack, *metrics))
+    return SweepResult(sw.points, states, jax.tree.map(stack, *metrics))
+
+
+def point_structures(group: Group, total_steps: int) -> list:
+    """The state treedef of each of ``group``'s points (its concrete config): what the point's
+    leaves are rebuilt into, to save or return."""
+    return [state_structure(rebuilt(group.algo, with_values(group.algo.config, t)), total_steps)
+            for t in group.traced]  # fmt: skip
 
 
 def rebuilt(algo, config):

@@ -19,7 +19,7 @@ import csv
 import dataclasses
 import io
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -37,20 +37,7 @@ from ajax.training.run import (
     refuse_dataset_out,
     summarise,
 )
-from ajax.training.sweep import (
-    SweepError,
-    combinations,
-    derived_by,
-    groups,
-    plan_group,
-    point_configs,
-    point_slice,
-    rebuilt,
-    split_grid,
-    start_group,
-    state_structure,
-    with_values,
-)
+from ajax.training.sweep import Sweep, point_slice, point_structures, start_group
 
 SWEEP_FILE = "sweep.json"
 
@@ -89,36 +76,6 @@ def check_out(out: Path, overwrite: bool) -> None:
         raise NotADirectoryError(20, "it exists and is not a directory", str(out))
 
 
-class Sweep(NamedTuple):
-    """A validated sweep, nothing written yet: its point configs and its programs."""
-
-    points: list[dict]
-    configs: list[Any]
-    traced: list[str]
-    programs: list  # (Group, Plan)
-
-
-def plan_sweep(algo, grid: dict, steps: int, seed: int, n_seeds: int, devices, parallel,
-               batching: str, make_algo) -> Sweep:  # fmt: skip
-    """Validate the whole sweep before anything is written (:class:`SweepError`,
-    :class:`~ajax.validation.ConfigError`, or ``make_algo``'s errors for a point's config)."""
-    if not algo.is_jax:
-        raise SweepError(f"{algo.env_id!r} is a host env; a sweep batches its runs in one "
-                         "jitted program and needs a JAX env")  # fmt: skip
-    if parallel == "data":
-        raise SweepError("--parallel data splits one run over devices; a sweep splits its "
-                         "runs: use --parallel seeds")  # fmt: skip
-    traced, static = split_grid(type(algo.config), grid)
-    configs = point_configs(algo.config, {k: grid[k] for k in grid})
-    for field in derived_by(algo.config, traced):
-        static[field] = traced.pop(field)
-    gs = groups(algo, list(grid), traced, static, make_algo)
-    programs = [(g, plan_group(g.algo, steps, seed, n_seeds, len(g.traced), devices, parallel,
-                               batching)) for g in gs]  # fmt: skip
-    points = combinations({k: tuple(v) for k, v in grid.items()})
-    return Sweep(points, configs, list(traced), programs)
-
-
 def run_sweep(algo, base: RunSpec, sw: Sweep, out: Path, overwrite: bool = False,
               progress: bool = True, checkpoint_every: int | None = None) -> list[dict]:  # fmt: skip
     """Write and run ``sw``: every point's run directory first, then each program; returns
@@ -152,8 +109,7 @@ def _run_program(group, p: driver.Plan, specs: list[RunSpec], dirs: list[Path], 
     start = start_group(group, steps, p)
     total = start.n_chunks * start.per_chunk
     loggers = [RunLogger(d, total, progress=progress and j == 0) for j, d in enumerate(dirs)]
-    structures = [state_structure(rebuilt(group.algo, with_values(group.algo.config, t)), steps)
-                  for t in group.traced]  # fmt: skip
+    structures = point_structures(group, steps)
     made_by = [identity(s) for s in specs]
     diverged: dict[int, driver.Diverged] = {}
 
