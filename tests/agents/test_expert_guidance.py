@@ -18,6 +18,7 @@ from ajax.agents.sac import SAC, ExpertImitation, MCPretrain, SACConfig, guidanc
 from ajax.agents.sac.guidance import imitation_loss, mc_returns
 from ajax.environments import make_env
 from ajax.networks.networks import action_value_input, predict_value
+from ajax.training.api import to_env_action
 
 
 def pendulum_expert(obs):
@@ -26,6 +27,11 @@ def pendulum_expert(obs):
     energy = 0.5 * w**2 / 3.0 + 5.0 * (c - 1.0)  # 0 at rest upright (m = l = 1, g = 10)
     u = jnp.where(c > 0.85, -10.0 * jnp.arctan2(s, c) - 2.0 * w, -1.2 * energy * jnp.sign(w + 1e-6))
     return jnp.clip(u / 2.0, -1.0, 1.0)[..., None]
+
+
+def mountain_car_expert(obs):
+    """Push the way the car moves (energy pumping): reaches the flag in ~120 steps."""
+    return jnp.where(obs[..., 1] >= 0, 1.0, -1.0)[..., None]
 
 
 def test_mc_returns_hand_worked():
@@ -68,6 +74,43 @@ def test_imitation_loss_hand_worked():
         np.testing.assert_allclose(loss, want, rtol=1e-6)
         np.testing.assert_allclose(metrics["imitation_mse"], 0.625, rtol=1e-6)
     assert imitation_loss(None, 0, pi, None, q) == (0.0, {})
+
+
+def _old_collect_expert(guide, env, key):
+    """collect_expert before it became an unroll (issue 38), kept as the reference: one scan on
+    the env as given, each step's key split into (noise, env)."""
+    k_reset, k_run = jax.random.split(key)
+    ts = env.reset(k_reset)
+
+    def step(ts, k):
+        k_noise, k_env = jax.random.split(k)
+        a = guide.expert(ts.obs)
+        a = jnp.clip(a + guide.action_noise * jax.random.normal(k_noise, a.shape), -1.0, 1.0)
+        nxt = env.step(k_env, ts.state, to_env_action(env, a))
+        return nxt, (ts.obs, a, nxt.reward, nxt.terminated, nxt.truncated, nxt.final_obs)
+
+    return jax.lax.scan(step, ts, jax.random.split(k_run, guide.rollout_steps))[1]
+
+
+@pytest.mark.parametrize(
+    "env_id, options, expert, steps",
+    [
+        ("Pendulum-v1", {}, pendulum_expert, 450),  # unbatched, two time-limit cuts
+        ("Pendulum-v1", dict(n_envs=3, normalize_obs=True), pendulum_expert, 250),
+        ("MountainCarContinuous-v0", dict(n_envs=2), mountain_car_expert, 300),  # terminals
+    ],
+)
+def test_expert_rollout_draws_as_its_old_scan(env_id, options, expert, steps):
+    """The expert rollout on :func:`~ajax.training.unroll.unroll` is bitwise the old scan: same
+    resets, noise and env keys, every auto-reset step kept (its own env, batched or not)."""
+    env = make_env(env_id, **options)
+    guide = MCPretrain(expert=expert, rollout_steps=steps)
+    got = guidance.collect_expert(guide, env, jax.random.PRNGKey(7))
+    want = _old_collect_expert(guide, env, jax.random.PRNGKey(7))
+    assert bool(np.any(got.terminated | got.truncated))  # the rollout crossed an episode's end
+    for field, g, w in zip(got._fields, got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape, field
+        assert np.asarray(g).tobytes() == np.asarray(w).tobytes(), field
 
 
 def test_pretraining_fits_the_experts_returns_and_actions():
@@ -154,11 +197,6 @@ def test_expert_guidance_lowers_steps_to_threshold():
         steps[name] = _steps_to(eval_return, 500, -250.0) + expert_steps
     assert steps["imitation"] < steps["scratch"], steps
     assert steps["pretrained"] < steps["scratch"], steps
-
-
-def mountain_car_expert(obs):
-    """Push the way the car moves (energy pumping): reaches the flag in ~120 steps."""
-    return jnp.where(obs[..., 1] >= 0, 1.0, -1.0)[..., None]
 
 
 @pytest.mark.slow  # ~45 s: three 6,000-step runs of 2 seeds

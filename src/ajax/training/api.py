@@ -15,8 +15,9 @@ functions:
   :class:`~ajax.training.types.Rollout` s on the rollout loop
   (:func:`~ajax.training.on_policy.make_on_policy`, or host rollouts): PPO, PQN, APO, AVG, UDRL.
 
-The contract types (:mod:`ajax.training.types`) and the small JAX helpers agents use
-(:mod:`ajax.jax_helpers`) are re-exported here.
+The contract types (:mod:`ajax.training.types`), the acting loop
+(:func:`~ajax.training.unroll.unroll`: MC pretraining's expert rollout) and the small JAX
+helpers agents use (:mod:`ajax.jax_helpers`) are re-exported here.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ajax.training.types import (
     feedforward,
     stateless,
 )
+from ajax.training.unroll import unroll
 
 
 class ReplayAlgorithm(Algorithm):
@@ -184,6 +186,7 @@ __all__ = [
     "stateless",
     "to_env_action",
     "tree_select",
+    "unroll",
     "values_at_cuts",
     "zeros_like_shapes",
 ]

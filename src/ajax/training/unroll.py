@@ -1,16 +1,15 @@
-"""The one acting loop outside training: a policy's episodes on copies of an env.
+"""The one acting loop outside training: a policy's steps on copies of an env, or on the env.
 
-Evaluation, ``ajax collect`` and ``ajax eval --video`` are short callers of two unrolls, in the
-manner of brax's ``acting.generate_unroll``. The expert rollout of MC pretraining
-(``agents/shared/guidance.collect_expert``, a fixed-length auto-resetting rollout on the agent's
-own, possibly batched, env) is not yet one: moved onto :func:`unroll` with its key split it drew
-other noise, and ``test_pretraining_fits_the_experts_returns_and_actions`` then measured R^2
-0.68 where it asks 0.9 (2026-12-07), which needs understanding first.
+Evaluation, ``ajax collect``, ``ajax eval --video`` and the expert rollout of MC pretraining
+(``agents/shared/guidance.collect_expert``) are short callers of two unrolls, in the manner of
+brax's ``acting.generate_unroll``.
 
-- :func:`unroll` for JAX envs: one ``lax.scan`` of ``length`` vector steps on ``n`` env copies
-  from a reset, each copy alive until its first episode ends (rewards after it are the
-  caller's to mask: auto-reset would leak a second episode). The caller's ``observe(acc,
-  step) -> (acc, row)`` folds each :class:`Step` into an accumulator and/or a stacked row.
+- :func:`unroll` for JAX envs: one ``lax.scan`` of ``length`` vector steps from a reset, on
+  ``n`` copies of the env, or (``n=None``) on the env as given, batched or not (the expert
+  rollout: the agent's own env). Each copy is alive until its first episode ends; the env
+  auto-resets, so rows after it are the caller's to mask (evaluation, collect) or to keep
+  (the expert rollout, fixed-length). The caller's ``observe(acc, step) -> (acc, row)`` folds
+  each :class:`Step` into an accumulator and/or a stacked row.
 - :func:`host_unroll` for host envs: the same steps as a Python generator around the host
   simulators, stopping when every copy has ended once.
 
@@ -41,18 +40,36 @@ class Step(NamedTuple):
     alive: jax.Array
 
 
-def unroll(env, policy: Policy, agent_state, key, n: int, length: int,
+def _copies(env, n: int | None, reset: Callable | None):
+    """``(reset(key), step(key, state, action))`` of ``n`` copies of ``env`` (one key each, split
+    from the given one), or of ``env`` itself when ``n`` is None."""
+    reset = reset or env.reset
+    if n is None:
+        return reset, env.step
+
+    def reset_n(k):
+        return jax.vmap(reset)(jax.random.split(k, n))
+
+    def step_n(k, state, action):
+        return jax.vmap(env.step)(jax.random.split(k, n), state, action)
+
+    return reset_n, step_n
+
+
+def unroll(env, policy: Policy, agent_state, key, n: int | None, length: int,
            observe: Callable[[Any, Step], tuple[Any, Any]], acc: Any = None, *,
            reset: Callable | None = None, perturb: Callable | None = None):  # fmt: skip
-    """``(acc, rows)``: ``length`` deterministic steps of ``policy`` on ``n`` copies of the JAX
-    ``env``.
+    """``(acc, rows)``: ``length`` steps of ``policy``, acting deterministically, on ``n`` copies
+    of the JAX ``env`` (``None``: on ``env`` itself, whose batch, if any, the policy sees).
 
-    ``reset(key)`` resets one copy (default ``env.reset``); ``perturb(action, key)`` maps each
-    action before the env sees it (``ajax collect``'s noise). Each step's key splits in two
-    (act, env), or in three (act, perturb, env) with ``perturb``.
+    ``reset(key)`` resets one copy, or the env (default ``env.reset``); ``perturb(action,
+    key)`` maps each action before the env sees it (``ajax collect``'s noise). Each step's key
+    splits in two (act, env), or in three (act, perturb, env) with ``perturb``; a behaviour
+    policy with noise of its own (the expert rollout's) draws it from the act key.
     """
     k_reset, k_run = jax.random.split(key)
-    ts = jax.vmap(reset or env.reset)(jax.random.split(k_reset, n))
+    reset_env, step_env = _copies(env, n, reset)
+    ts = reset_env(k_reset)
 
     def step(c, k):
         (tick, carry, env_state, alive), acc = c
@@ -63,11 +80,11 @@ def unroll(env, policy: Policy, agent_state, key, n: int, length: int,
         action, carry = policy.act(agent_state, carry, tick, k_act, True)
         if perturb is not None:
             action = perturb(action, k_noise)
-        out = jax.vmap(env.step)(jax.random.split(k_env, n), env_state, to_env_action(env, action))
+        out = step_env(k_env, env_state, to_env_action(env, action))
         acc, row = observe(acc, Step(tick, action, out, alive))
         return ((Tick.of(out), carry, out.state, alive & ~out.done), acc), row
 
-    c = (Tick.reset(ts), policy.init(n), ts.state, jnp.ones((n,), bool))
+    c = (Tick.reset(ts), policy.init(ts.done.size), ts.state, jnp.ones_like(ts.done))
     (_, acc), rows = jax.lax.scan(step, (c, acc), jax.random.split(k_run, length))
     return acc, rows
 

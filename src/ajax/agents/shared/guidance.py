@@ -34,7 +34,7 @@ import optax
 
 from ajax.networks.distributions import log_prob_from_raw
 from ajax.networks.networks import action_value_input, phi_star_critic_state, predict_value
-from ajax.training.api import Transition, to_env_action
+from ajax.training.api import Policy, Transition, stateless, unroll
 from ajax.validation import PYTHON_ARGUMENT, Validated, at_least, between, positive, require
 
 
@@ -161,20 +161,30 @@ def mc_returns(r_t, terminated_t, truncated_t, bootstrap_t, gamma: float):
     return g
 
 
+def _noisy_expert(guide: MCPretrain) -> Policy:
+    """The expert as a stateless :class:`Policy` that adds its Gaussian noise (clipped to
+    [-1, 1]) with the act key, asked for deterministic actions or not: it is the rollout's
+    behaviour policy, noise included."""
+
+    def act(_agent, obs, key, _deterministic):
+        a = guide.expert(obs)
+        return jnp.clip(a + guide.action_noise * jax.random.normal(key, a.shape), -1.0, 1.0)
+
+    return stateless(act)
+
+
 def collect_expert(guide: MCPretrain, env, key) -> ExpertData:
-    """Roll the noisy expert through ``env`` (a batched JAX env) for ``rollout_steps`` steps."""
-    k_reset, k_run = jax.random.split(key)
-    ts = env.reset(k_reset)
+    """Roll the noisy expert through ``env`` (a JAX env, batched or not, as given) for
+    ``rollout_steps`` auto-resetting steps, every one kept: an :func:`unroll` whose act key is
+    the noise's (each step's key splits in two: noise, env)."""
 
-    def step(ts, k):
-        k_noise, k_env = jax.random.split(k)
-        a = guide.expert(ts.obs)
-        a = jnp.clip(a + guide.action_noise * jax.random.normal(k_noise, a.shape), -1.0, 1.0)
-        nxt = env.step(k_env, ts.state, to_env_action(env, a))
-        row = ExpertData(ts.obs, a, nxt.reward, nxt.terminated, nxt.truncated, nxt.final_obs)
-        return nxt, row
+    def observe(acc, step):
+        out = step.out
+        row = ExpertData(step.tick.obs, step.action, out.reward, out.terminated, out.truncated,
+                         out.final_obs)  # fmt: skip
+        return acc, row
 
-    _, data = jax.lax.scan(step, ts, jax.random.split(k_run, guide.rollout_steps))
+    _, data = unroll(env, _noisy_expert(guide), None, key, None, guide.rollout_steps, observe)
     return data
 
 
