@@ -217,12 +217,14 @@ def test_an_invalid_manifest_is_named_moved_aside_and_the_run_resumes(finished, 
     assert "verdict: good" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # 25-45 s
 def test_resume_without_checkpoints_restarts_the_metrics(run_dir):
     shutil.rmtree(run_dir / "checkpoints")
     execute(SAC("Pendulum-v1", CONFIG), SPEC, run_dir, progress=False, resume=True)
     assert [r["step"] for r in read_jsonl(run_dir / "metrics.jsonl")] == [50, 100, 150, 200]
 
 
+@pytest.mark.slow  # 25-50 s
 def test_malformed_metrics_lines_are_kept_aside_and_resume_goes_on(run_dir):
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     record = json.loads(lines[2])

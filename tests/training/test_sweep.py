@@ -53,6 +53,7 @@ def check_points_are_plain_runs(cls, env, config, steps, rates, n_seeds, exact=T
     assert not same(result.states[0].agent, result.states[-1].agent)
 
 
+@pytest.mark.slow  # 35-70 s; the SAC/PPO 3 x 4 grids check the same under map (slow too)
 def test_each_point_is_bitwise_the_plain_run_under_map():
     check_points_are_plain_runs(SAC, "Pendulum-v1", SAC_SMALL, 300, RATES[1:], 2)
 
@@ -108,7 +109,11 @@ def test_a_shape_field_runs_one_program_per_value():
 LIGHT = {"dqn": "CartPole-v1", "pqn": "CartPole-v1", "ppo": "CartPole-v1", "udrl": "CartPole-v1"}
 
 
-@pytest.mark.parametrize("name", sorted(agents.available()))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "tdmpc2" else n  # tdmpc2: 35-65 s
+     for n in sorted(agents.available())],
+)  # fmt: skip
 def test_every_traced_field_traces(name):
     """The fields ``--help`` calls traced go through the agent's init and chunk as tracers (an
     abstract trace): a float that sets a shape or a branch must be in its ``SWEEP_STATIC``."""

@@ -104,6 +104,7 @@ def _official_lambda_return(last, term, rew, val, boot, disc, lam):
     return np.stack(list(reversed(rets))[:-1], 1)
 
 
+@pytest.mark.slow  # 40-75 s; the parity fixtures check the replay-value loss against the official step
 def test_d3_replay_value_returns_match_reference_recursion():
     """The replay critic's targets: the value head trained towards R with an exactly zero
     (outscale 0) critic; CE against R equals CE against the reference recursion's R."""

@@ -229,6 +229,7 @@ def test_t2_optimizer_labels_match_world_model_components(small_model):
     assert set(jax.tree.leaves(wrapped["params"]["encoder"])) == {"encoder"}
 
 
+@pytest.mark.slow  # 20-36 s
 def test_q_members_are_the_whole_ensembles_rows_at_two_fifths_of_the_flops():
     """Issue 13's FLOP cut: the TD-target, policy-loss and planner passes read only a random
     pair of the 5 Qs, so they evaluate the pair alone (parameters sliced). Its logits are the

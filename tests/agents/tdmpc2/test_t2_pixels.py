@@ -47,6 +47,7 @@ def test_shift_is_an_edge_replicated_integer_translation():
     np.testing.assert_array_equal(down_right, expected)
 
 
+@pytest.mark.slow  # 25-50 s
 def test_planning_shifts_the_observation_with_its_own_draw():
     """As the official encoder (ShiftAug inside, layers.py:136-150), a pixel plan encodes its
     observation shifted by ``ActNoise.shift``: the same as planning on the pre-shifted frame."""

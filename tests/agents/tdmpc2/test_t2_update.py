@@ -97,6 +97,7 @@ def test_t2_update_terminating_batch():
     assert float(jnp.mean(logits[-1, :2])) > float(jnp.mean(logits[-1, 2:]))
 
 
+@pytest.mark.slow  # 35-65 s; the parity fixtures pin a whole update against the official one
 def test_t2_update_is_deterministic_given_noise_and_every_component_moves():
     state = init_state(CFG, MODEL, jax.random.PRNGKey(0), O)
     noise = draw_update_noise(jax.random.PRNGKey(3), CFG, A)

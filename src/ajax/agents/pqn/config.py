@@ -23,13 +23,14 @@ class PQNConfig(LoopConfig):
         n_envs / n_steps: envs stepped in parallel and steps per env per rollout.
         num_epochs / num_minibatches: passes over each rollout and its split.
         optimizer: "radam" or "adam". purejaxql's pqn scripts chain a global-norm clip and
-            optax.radam (as recalled; not checkable offline). On CartPole-v1 over 18 seeds
+            optax.radam (mttga/purejaxql@0436c80 pqn_gymnax.py). On CartPole-v1 over 18 seeds
             (0-1, 10-17, 20-27) at these defaults, Adam ended 2 seeds below 450 (best of the
             last two evaluations 139 and 305: the greedy policy dips for a few evaluations late
             in the run), RAdam none (docs/model_free.md M16).
         learning_rate: step size, decayed linearly to 0 over the run when ``anneal_lr``.
             3e-4 was chosen on CartPole-v1 here (1e-4 reached 500 on one of two seeds in 500k
-            steps, 3e-4 on both); purejaxql's own CartPole value could not be checked offline.
+            steps, 3e-4 on both); purejaxql's CartPole config uses 1e-4 with hidden 256 and
+            rewards x 0.1 (preset ``pqn-cartpole-purejaxql``).
         gamma / q_lambda: discount and the lambda of the Q(lambda) return.
         hidden / num_layers: width and depth of the Dense -> LayerNorm -> ReLU body.
         epsilon_start / epsilon_end / exploration_fraction: epsilon decays linearly over that
