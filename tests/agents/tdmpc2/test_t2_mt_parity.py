@@ -260,3 +260,17 @@ def test_t2_task_set_widths_follow_the_official_parser():
     assert task_set_widths("mt30", 1) == {"task_dim": 96}
     assert task_set_widths("mt30", 5) == {"task_dim": 64}
     assert task_set_widths("mt30", 19) == {"task_dim": 64, "latent_dim": 512}
+
+
+def test_a_task_set_gives_the_model_its_official_widths_and_refuses_other_chosen_ones():
+    from ajax.agents.tdmpc2.tasks import with_task_set_widths
+    from ajax.validation import ConfigError
+
+    cfg = with_task_set_widths(TDMPC2Config.preset(19), "mt30")
+    assert (cfg.task_dim, cfg.arch.latent_dim, cfg.arch.mlp_dim) == (64, 512, 1024)
+    assert with_task_set_widths(TDMPC2Config.preset(5, task_dim=64), "mt30").task_dim == 64
+    assert with_task_set_widths(TDMPC2Config.preset(5), "mt80").arch.latent_dim == 512
+    with pytest.raises(ConfigError, match="--task-dim 32: task set mt30 at model size 5 has"):
+        with_task_set_widths(TDMPC2Config.preset(5, task_dim=32), "mt30")
+    with pytest.raises(ConfigError, match="--latent-dim 256: .* latent_dim 512"):
+        with_task_set_widths(TDMPC2Config.preset(19, latent_dim=256), "mt30")

@@ -26,7 +26,7 @@ import ajax.agents.tdmpc2.update as update_lib
 from ajax.agents.tdmpc2.agent import planning_policy
 from ajax.agents.tdmpc2.config import TDMPC2Config
 from ajax.agents.tdmpc2.networks import WorldModel
-from ajax.agents.tdmpc2.tasks import TASK_SETS, TaskSet, check_task_set
+from ajax.agents.tdmpc2.tasks import TASK_SETS, TaskSet, check_task_set, with_task_set_widths
 from ajax.buffers.dataset import Dataset, DatasetError, load_dataset
 from ajax.buffers.windows import TDMPC2Slice
 from ajax.environments import make_env
@@ -155,6 +155,8 @@ class MultitaskTDMPC2(Algorithm):
             )
         if task_set is not None and task_set not in TASK_SETS:
             raise ValueError(f"unknown --task-set {task_set!r}; known: {', '.join(TASK_SETS)}")
+        if task_set is not None:
+            self.config = with_task_set_widths(self.config, task_set)
         data = load_dataset(dataset, TASK_SETS.get(task_set))
         if task_set is not None:
             check_task_set(task_set, data.names)

@@ -126,6 +126,25 @@ def task_set_widths(task_set: str, model_size: int) -> dict[str, int]:
     return out
 
 
+def with_task_set_widths(config, task_set: str):
+    """``config`` with the official widths of ``task_set`` at its ``model_size`` (see
+    :func:`task_set_widths`), set as the official parser sets them (common/parser.py:62-75,
+    over the config's own). A width the user chose that differs (a ``latent_dim``, or a
+    ``task_dim`` other than config.yaml's 96) is refused rather than overwritten."""
+    widths = task_set_widths(task_set, config.model_size)
+    default = type(config).__dataclass_fields__["task_dim"].default
+    for name, width in widths.items():
+        chosen = getattr(config, name)
+        if chosen not in (None, width) and not (name == "task_dim" and chosen == default):
+            flag = name.replace("_", "-")
+            raise ConfigError(
+                f"--{flag} {chosen}: task set {task_set} at model size {config.model_size} has "
+                f"{name} {width} (nicklashansen/tdmpc2 common/parser.py); drop --{flag}, or "
+                "drop --task-set to train on the data without the official widths"
+            )
+    return dataclasses.replace(config, **widths)
+
+
 def check_task_set(task_set: str, names) -> None:
     """``names`` (a dataset's tasks) must be exactly the official set ``task_set``'s; the error
     names the tasks missing from the dataset and those the set does not have."""
