@@ -278,7 +278,7 @@ def test_image_flags_are_recorded_for_resume_and_eval():
     eval rebuild the env with); a run without them records none, so run dirs from before the
     field existed keep their identity."""
     from ajax.cli import TrainArgs
-    from ajax.training.run import RunSpec, identity
+    from ajax.training.run_dir import RunSpec, identity
 
     args = TrainArgs(pixels=True, frame_stack=3, resize=64)
     assert args.env_options() == {"pixels": True, "frame_stack": 3, "resize": [64, 64]}

@@ -284,7 +284,7 @@ def test_train_args_and_identity_know_the_preset():
     """``--preset`` is a run option (no agent's config has a field of that name), and the
     preset is not part of a run's identity: the config it gave is."""
     from ajax.cli_args import TrainArgs
-    from ajax.training.run import RunSpec, identity
+    from ajax.training.run_dir import RunSpec, identity
 
     assert "preset" in {f.name for f in dataclasses.fields(TrainArgs)}
     for cls in (a.config_cls for a in agents.available().values()):

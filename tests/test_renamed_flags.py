@@ -13,7 +13,7 @@ from ajax import cli
 from ajax.agents.dreamerv3 import DreamerV3Config
 from ajax.agents.tdmpc2 import PlannerConfig, TDMPC2Config
 from ajax.cli_flags import UsageError, renamed_flags
-from ajax.training.run import RunDirError, identity, load_spec
+from ajax.training.run_dir import RunDirError, identity, load_spec
 from ajax.validation import ConfigError, Validated, renamed_fields
 
 ENVS = {"tdmpc2": "Pendulum-v1", "dreamerv3": "CartPole-v1"}

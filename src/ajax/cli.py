@@ -86,7 +86,8 @@ def _slug(env: str) -> str:
 
 def cmd_train(argv: list[str]) -> int:
     from ajax.training import driver
-    from ajax.training.run import RunSpec, execute, prepare_run_dir
+    from ajax.training.run import execute
+    from ajax.training.run_dir import RunSpec, prepare_run_dir
 
     if argv and argv[0] in ("-h", "--help"):
         print(f"usage: ajax train AGENT --env ID [options]; agents: {', '.join(_agents())}")
@@ -212,9 +213,9 @@ def _train_help(agent: str, config_cls) -> int:
 def _config_from(agent: str, values: dict):
     """The agent's config from ``run.json``'s ``config``, a renamed field's old key read as the
     new one (the config class's ``RENAMED``: runs saved before the rename); unknown fields and
-    bad values are a :class:`~ajax.training.run.RunDirError` (the file was edited or comes from
+    bad values are a :class:`~ajax.training.run_dir.RunDirError` (the file was edited or comes from
     another version)."""
-    from ajax.training.run import RunDirError
+    from ajax.training.run_dir import RunDirError
     from ajax.validation import ConfigError, renamed_fields
 
     cls = _agents()[agent].config_cls
@@ -238,7 +239,8 @@ def _config_from(agent: str, values: dict):
 
 def cmd_resume(argv: list[str]) -> int:
     from ajax.training import driver
-    from ajax.training.run import execute, load_spec
+    from ajax.training.run import execute
+    from ajax.training.run_dir import load_spec
 
     positional, flags = split_positional(argv, ResumeArgs)
     presets.refuse_on_resume(flags)
@@ -330,7 +332,7 @@ def cmd_collect(argv: list[str]) -> int:
 
 def _check_video(out: Path) -> None:
     """Refuse ``--video`` for a run on a vector env before evaluating anything."""
-    from ajax.training.run import load_spec
+    from ajax.training.run_dir import load_spec
 
     try:
         spec = load_spec(out)
@@ -398,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from ajax.failures import environment_failed
-    from ajax.training.run import Diverged, RunDirError
+    from ajax.training.run import Diverged
+    from ajax.training.run_dir import RunDirError
     from ajax.validation import ConfigError
 
     try:

@@ -364,7 +364,7 @@ def check_dataset_out(out: Path) -> None:
     """UsageError for a ``collect --out`` that is a run directory or inside one (the
     dataset would mix with the run's files), or inside another dataset (``--out`` that is a
     dataset adds the task to it)."""
-    from ajax.training.run import DATASET_INDEX, enclosing_dataset, enclosing_run
+    from ajax.training.run_dir import DATASET_INDEX, enclosing_dataset, enclosing_run
 
     outer = enclosing_dataset(out, itself=False)
     if outer is not None:

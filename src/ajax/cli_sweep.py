@@ -108,7 +108,7 @@ def _lines(names, width: int = 88) -> list[str]:
 
 def cmd_sweep(argv: list[str]) -> int:
     from ajax.cli import _agents, _make_algo, _slug, is_primary, train_setup
-    from ajax.training.run import RunSpec
+    from ajax.training.run_dir import RunSpec
     from ajax.training.sweep import SweepError, plan_sweep
     from ajax.training.sweep_dirs import run_sweep
 

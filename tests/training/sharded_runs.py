@@ -31,7 +31,8 @@ from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
 from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config  # noqa: E402
 from ajax.training.io import read_jsonl  # noqa: E402
-from ajax.training.run import RunSpec, execute, prepare_run_dir  # noqa: E402
+from ajax.training.run import execute
+from ajax.training.run_dir import RunSpec, prepare_run_dir  # noqa: E402
 from ajax.training.sharding import mesh_context, shard_seeds  # noqa: E402
 
 AGENTS = {

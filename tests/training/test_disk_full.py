@@ -26,12 +26,12 @@ import pytest
 from ajax.agents.sac import SACConfig
 from ajax.cli import main
 from ajax.failures import describe, from_orbax
-from ajax.training import io
+from ajax.training import io, run_dir
 from ajax.training import run as run_lib
 from ajax.training.check import check_run
 from ajax.training.checkpoint import check_steps, save_checkpoint, steps_on_disk, temporaries
 from ajax.training.io import append_jsonl, write_json_atomic
-from ajax.training.run import RunSpec, identity, prepare_run_dir
+from ajax.training.run_dir import RunSpec, identity, prepare_run_dir
 
 # A tiny SAC run: 4 chunks of 50 env steps, a checkpoint after each (the integrity tests' run).
 TINY = [
@@ -302,6 +302,6 @@ def test_a_full_disk_while_creating_the_run_directory_is_exit_4(tmp_path, capfd,
     def full(path, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path / "run.json"))
 
-    monkeypatch.setattr(run_lib, "prepare_run_dir", full)
+    monkeypatch.setattr(run_dir, "prepare_run_dir", full)
     line = _one_error_line(capfd, _train(out))
     assert f"{out / 'run.json'}: {NO_SPACE}" in line, line

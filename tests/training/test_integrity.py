@@ -24,7 +24,8 @@ from ajax.training.checkpoint import (
     save_checkpoint,
 )
 from ajax.training.io import read_jsonl
-from ajax.training.run import RunSpec, execute, prepare_run_dir
+from ajax.training.run import execute
+from ajax.training.run_dir import RunSpec, prepare_run_dir
 
 CONFIG = SACConfig(
     hidden=16, batch_size=32, learning_starts=32, buffer_size=256, eval_freq=50, eval_episodes=1

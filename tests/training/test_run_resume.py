@@ -15,7 +15,8 @@ from ajax.agents.tdmpc2 import TDMPC2, PlannerConfig, TDMPC2Config
 from ajax.buffers.host_store import host_stores
 from ajax.training.checkpoint import restore_checkpoint
 from ajax.training.io import read_jsonl
-from ajax.training.run import RunSpec, execute, prepare_run_dir
+from ajax.training.run import execute
+from ajax.training.run_dir import RunSpec, prepare_run_dir
 
 CONFIG = SACConfig(
     hidden=16, batch_size=32, learning_starts=32, buffer_size=256, eval_freq=50, eval_episodes=1

@@ -19,7 +19,7 @@ from ajax.training.checkpoint import (
     temporaries,
 )
 from ajax.training.io import read_json, split_jsonl
-from ajax.training.run import RunDirError, check_identity, load_spec
+from ajax.training.run_dir import RunDirError, check_identity, load_spec
 
 
 def read_summary(out: Path) -> dict | None:

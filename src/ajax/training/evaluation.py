@@ -26,7 +26,8 @@ def restore_run(out: Path, make_algo, config_from) -> Restored:
     """The run in ``out`` and its newest good checkpoint (FileNotFoundError if none), rebuilt
     by the run driver (:func:`~ajax.training.driver.start`, :func:`~ajax.training.driver.restore`)
     on one device; nothing in ``out`` is moved or cut."""
-    from ajax.training.run import check_identity, load_spec, warn
+    from ajax.training.run import warn
+    from ajax.training.run_dir import check_identity, load_spec
 
     spec = load_spec(out)
     ckpt = out / "checkpoints"

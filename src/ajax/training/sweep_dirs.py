@@ -28,14 +28,14 @@ from ajax.training import driver
 from ajax.training.checkpoint import save_checkpoint
 from ajax.training.io import write_json_atomic, write_text_atomic
 from ajax.training.logger import RunLogger
-from ajax.training.run import (
+from ajax.training.run import summarise
+from ajax.training.run_dir import (
     RunSpec,
     enclosing_run,
     identity,
     is_run_dir,
     prepare_run_dir,
     refuse_dataset_out,
-    summarise,
 )
 from ajax.training.sweep import Sweep, point_slice, point_structures, start_group
 
