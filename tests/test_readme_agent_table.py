@@ -68,7 +68,7 @@ def test_each_command_parses_with_its_preset(cmd, op, bar, tmp_path, monkeypatch
     assert len(notice) == 1 and notice[0].startswith(f"preset {argv[1]}-"), notice
 
 
-@pytest.mark.slow  # 20 s (PQN) to ~5 min (REDQ, AVG) each on 2 cores; make test-slow
+@pytest.mark.slow  # 40 s to 12.5 min each (REDQ, UDRL) on 2 shared cores: 66 min in all
 @pytest.mark.parametrize("cmd, op, bar", claims(), ids=[c for c, _, _ in claims()])
 def test_each_command_reaches_its_bar(cmd, op, bar, tmp_path):
     out = tmp_path / "run"
