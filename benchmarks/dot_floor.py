@@ -44,7 +44,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tdmpc2_speed import matmul_flops  # noqa: E402
+from tdmpc2_speed import matmul_flops, sub_jaxprs  # noqa: E402
 
 
 class Dot(NamedTuple):
@@ -77,15 +77,6 @@ class Dot(NamedTuple):
         return f"{list(self.lhs)} x {list(self.rhs)} c{tuple(lc)}{tuple(rc)}{batch} {dt}"
 
 
-def _subjaxprs(eqn):
-    return [
-        x.jaxpr if isinstance(x, jcore.ClosedJaxpr) else x
-        for v in eqn.params.values()
-        for x in (v if isinstance(v, (tuple, list)) else (v,))
-        if isinstance(x, (jcore.ClosedJaxpr, jcore.Jaxpr))
-    ]
-
-
 def enumerate_dots(jaxpr: jcore.Jaxpr) -> Counter:
     """{Dot: how many times one call runs it}, by the rules of ``matmul_flops``: scans count
     ``length`` times, conds their costliest branch, a ``while`` once."""
@@ -99,7 +90,7 @@ def enumerate_dots(jaxpr: jcore.Jaxpr) -> Counter:
             shapes = (tuple(lhs.shape), str(lhs.dtype), tuple(rhs.shape), str(rhs.dtype))
             out[Dot(*shapes, dn, prec, pref)] += 1
             continue
-        subs = [enumerate_dots(s) for s in _subjaxprs(eqn)]
+        subs = [enumerate_dots(s) for s in sub_jaxprs(eqn)]
         if eqn.primitive.name == "cond":
             subs = [max(subs, key=total_flops)] if subs else []
         n = eqn.params.get("length", 1)

@@ -50,6 +50,16 @@ from ajax.buffers.windows import TDMPC2Slice
 OBS_DIM, ACTION_DIM = 24, 6  # a walker-sized task
 
 
+def sub_jaxprs(eqn) -> list[jcore.Jaxpr]:
+    """The jaxprs an equation calls (scan/while bodies, cond branches, pjit, custom rules)."""
+    return [
+        x.jaxpr if isinstance(x, jcore.ClosedJaxpr) else x
+        for v in eqn.params.values()
+        for x in (v if isinstance(v, (tuple, list)) else (v,))
+        if isinstance(x, (jcore.ClosedJaxpr, jcore.Jaxpr))
+    ]
+
+
 def matmul_flops(jaxpr: jcore.Jaxpr) -> int:
     """2 M N K summed over every ``dot_general``; scans count ``length`` times, conds their
     costliest branch; a ``while`` (unknown trip count) counts once."""
@@ -61,13 +71,7 @@ def matmul_flops(jaxpr: jcore.Jaxpr) -> int:
             k = math.prod(lhs[i] for i in contract)
             total += 2 * math.prod(eqn.outvars[0].aval.shape) * k
             continue
-        subs = [
-            x.jaxpr if isinstance(x, jcore.ClosedJaxpr) else x
-            for v in eqn.params.values()
-            for x in (v if isinstance(v, (tuple, list)) else (v,))
-            if isinstance(x, (jcore.ClosedJaxpr, jcore.Jaxpr))
-        ]
-        counts = [matmul_flops(s) for s in subs]
+        counts = [matmul_flops(s) for s in sub_jaxprs(eqn)]
         if eqn.primitive.name == "cond":
             total += max(counts, default=0)
         else:
