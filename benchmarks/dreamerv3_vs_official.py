@@ -10,10 +10,11 @@ Usage (from the repository root)::
 The official side is the checkout DIR run in its own interpreter PATH (jax 0.4.33 on CPU; see
 ../shared/reference/README.md) through its own ``embodied.run.train`` driver on the gymnasium
 task, behind the adapter ``dreamerv3_official.GymnasiumEnv`` (``dreamerv3_official.py run``:
-one process per seed, seeds 0..N-1, float32 unless ``--official-dtype``). Ajax runs
+one process per seed, seeds S..S+N-1 for ``--first-seed S`` (default 0), float32 unless ``--official-dtype``). Ajax runs
 ``ajax.DreamerV3`` on the same task (the JAX port of the gymnasium env by default, the same
 dynamics, limits and rewards; ``--ajax-env gymnasium`` steps the gymnasium env itself in the
-host loop), seeds 0..N-1 vmapped in one program. Both use the same preset, batch, train ratio,
+host loop), the same seeds vmapped in one program. Runs of disjoint seeds merge into one
+report with ``python benchmarks/equal_budget_report.py combine A.json B.json --out DIR``. Both use the same preset, batch, train ratio,
 env steps and number of envs; every other setting is each side's default (configs.yaml's and
 DreamerV3Config's, which follow it).
 
@@ -96,7 +97,8 @@ def settings_of(args) -> dict:
     return {
         "size": args.size, "batch_size": args.batch_size, "batch_length": args.batch_length,
         "train_ratio": args.train_ratio, "steps": args.steps, "envs": args.envs,
-        "seeds": args.seeds, "curve_every": args.curve_every, "final_frac": args.final_frac,
+        "seeds": args.seeds, "first_seed": args.first_seed, "curve_every": args.curve_every,
+        "final_frac": args.final_frac,
         "official_dtype": args.official_dtype, "ajax_env": args.ajax_env,
     }  # fmt: skip
 
@@ -156,7 +158,8 @@ def run_ajax(args, task: str) -> dict:
     )  # fmt: skip
     env = task if args.ajax_env == "jax" else f"gymnasium:{task}"
     start = time.perf_counter()
-    result = DreamerV3(env, cfg).train(seed=0, total_steps=args.steps, n_seeds=args.seeds)
+    result = DreamerV3(env, cfg).train(seed=args.first_seed, total_steps=args.steps,
+                                       n_seeds=args.seeds)  # fmt: skip
     jax.block_until_ready(result)  # train returns once the run is dispatched, not done
     wall = time.perf_counter() - start
     rec = {k: np.asarray(v) for k, v in result.metrics.items()}
@@ -167,6 +170,7 @@ def run_ajax(args, task: str) -> dict:
         curves=rec["train_return"].reshape(shape).astype(float).tolist(),
         eval_curves=rec["eval_return"].reshape(shape).astype(float).tolist(),
         eval_policy=extra.get("eval_policy", "mode"),
+        seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
     )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row))
@@ -183,7 +187,7 @@ def compare(args) -> dict:
         r["grid"] = grid
         if "official" in args.sides:
             runs, failures = [], []
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 row, why = run_official(args, task, seed)
                 print(f"official {task} seed {seed}: "
                       + (f"{row['wall_s']:.0f} s, {row['updates']} updates" if row else why),
@@ -212,6 +216,8 @@ def compare(args) -> dict:
                            for c in ajax["curves"]],
                 "eval_curves": ajax["eval_curves"],
                 "eval_policy": ajax["eval_policy"],
+                "seeds": ajax.get("seeds", list(range(args.first_seed,
+                                                      args.first_seed + args.seeds))),
                 "env": ajax["env"],
                 "wall_s": ajax["wall_s"],
                 "failures": [],
@@ -231,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--official-repo", help="checkout of danijar/dreamerv3")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+N-1 on both sides (equal_budget_report.py"
+                             " combine merges runs of disjoint seeds)")  # fmt: skip
     parser.add_argument("--steps", type=int, default=6_400, help="env steps per seed")
     parser.add_argument("--size", choices=SIZES, default="1m")
     parser.add_argument("--batch-size", type=int, default=8)
@@ -254,6 +263,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     """The flags, with one line and exit 2 for any that cannot work."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.first_seed < 0:
+        parser.error("--first-seed must be >= 0")
     for name in ("seeds", "steps", "batch_size", "envs", "curve_every"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")

@@ -81,6 +81,61 @@ def permutation_p(official: np.ndarray, ajax: np.ndarray) -> float:
     return float(np.mean([d >= observed - 1e-12 for d in diffs]))
 
 
+# ----------------------------------------------------------------------------- merging runs
+
+
+def seed_labels(settings: dict) -> list[int]:
+    """The seeds a report's columns stand for (``--first-seed`` onwards, or a merged list)."""
+    first = settings.get("first_seed", 0)
+    return list(settings.get("seed_list") or range(first, first + settings["seeds"]))
+
+
+_PER_SEED = {"official": ("curves", "finals", "seeds", "updates", "train_start_step",
+                          "logger_matches_adapter", "all_episodes_mean_final"),
+             "ajax": ("curves", "finals", "eval_curves", "seeds")}  # fmt: skip
+
+
+def combine(parts: list[dict]) -> dict:
+    """One report from reports of the same settings on disjoint seeds (``--first-seed``):
+    per-seed lists concatenated in seed order, wall times summed, the bar recomputed over all
+    seeds. Refuses parts whose settings (other than the seeds) or grids differ."""
+
+    def fixed(settings: dict) -> dict:
+        return {k: v for k, v in settings.items() if k not in ("seeds", "first_seed", "seed_list")}
+
+    base = fixed(parts[0]["settings"])
+    labels = [seed_labels(p["settings"]) for p in parts]
+    for p in parts:
+        if fixed(p["settings"]) != base:
+            raise ValueError(f"cannot combine runs of different settings: {fixed(p['settings'])}"
+                             f" vs {base}")  # fmt: skip
+    flat = [x for lab in labels for x in lab]
+    if len(set(flat)) != len(flat):
+        raise ValueError(f"cannot combine runs that share seeds: {labels}")
+    order = sorted(range(len(parts)), key=lambda i: labels[i][0])
+    parts, flat = [parts[i] for i in order], sorted(flat)
+    out = {"settings": {**base, "seeds": len(flat), "first_seed": flat[0], "seed_list": flat},
+           "tasks": {}}  # fmt: skip
+    for task in parts[0]["tasks"]:
+        rows = [p["tasks"].get(task) for p in parts]
+        if any(r is None or r["grid"] != rows[0]["grid"] for r in rows):
+            raise ValueError(f"{task}: every part needs the task on the same curve grid")
+        merged = out["tasks"][task] = {"grid": rows[0]["grid"]}
+        for side, keys in _PER_SEED.items():
+            sides = [r.get(side) for r in rows]
+            if not all(sides):
+                continue
+            m = merged[side] = dict(sides[0])
+            for key in keys:
+                if key in m:
+                    m[key] = [x for sd in sides for x in sd.get(key, [])]
+            m["wall_s"] = sum(sd["wall_s"] for sd in sides)
+            m["failures"] = [f for sd in sides for f in sd.get("failures", [])]
+        if merged.get("official") and merged.get("ajax"):
+            merged["summary"] = summarize(merged["official"]["finals"], merged["ajax"]["finals"])
+    return out
+
+
 # ----------------------------------------------------------------------------- outputs
 
 
@@ -92,13 +147,14 @@ def markdown(results: dict) -> str:
     """The final-return table (one row per task and side, one column per seed) and the bar."""
     s = results["settings"]
     n = s["seeds"]
+    labels = seed_labels(s)
     lines = [
         f"DreamerV3, official vs Ajax at equal budget: size{s['size']}, batch "
         f"{s['batch_size']} x {s['batch_length']}, train ratio {s['train_ratio']:g}, "
         f"{s['steps']:,} env steps, {s['envs']} env(s), {n} seed(s). Final return: mean of the "
         f"last-episode curve over the last {s['final_frac']:.0%} of the run.",
         "",
-        "| task | side | " + " | ".join(f"seed {i}" for i in range(n)) + " | mean | std | wall s |",
+        "| task | side | " + " | ".join(f"seed {i}" for i in labels) + " | mean | std | wall s |",
         "|---|---|" + "---|" * (n + 3),
     ]
     for task, r in results["tasks"].items():
@@ -179,3 +235,32 @@ def write_outputs(results: dict, out: Path, name: str) -> dict[str, Path]:
     paths["md"].write_text(markdown(results))
     paths["json"].write_text(json.dumps(results, indent=1))
     return paths
+
+
+def main(argv=None) -> int:
+    """``combine A.json B.json ... --out DIR [--name NAME]``: one report from runs of disjoint
+    seeds (the JSONs ``dreamerv3_vs_official.py`` writes)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="equal_budget_report.py")
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("combine", help="merge reports of the same settings on disjoint seeds")
+    c.add_argument("parts", nargs="+", type=Path)
+    c.add_argument("--out", type=Path, required=True)
+    c.add_argument("--name", default="dreamerv3_vs_official")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in args.parts if not p.is_file()]
+    if missing:
+        parser.error(f"no such report: {', '.join(missing)}")
+    try:
+        results = combine([json.loads(p.read_text()) for p in args.parts])
+    except (ValueError, KeyError, json.JSONDecodeError) as e:
+        parser.error(f"cannot combine: {e}")
+    paths = write_outputs(results, args.out, args.name)
+    print(markdown(results))
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
