@@ -11,6 +11,11 @@ carries that along (tiny runs of 100-300 steps, 2 seeds, every state leaf: SAC b
 PPO 32 of 62 leaves by up to 6e-8; TD-MPC2 2 of 205 by up to 1e-6; DreamerV3 235 of 315 by
 up to 7e-4 on values near 1.6), so no test compares an -O1 number with a stored -O2 one
 bitwise; every bitwise test compares two runs made with this process's flags.
+With it, XLA's CPU fusion emitters are off (``--xla_cpu_use_fusion_emitters=false``: the
+classic loop emitter, which compiles faster; measured 2026-12-07 on 2 cores, one process each:
+tests/test_validation.py 114 -> 103 s, the model-free learning tests 116 -> 100 s, a tiny
+recurrent PPO run's program 19.6 -> 12.5 s to compile). Programs a test runs once (parity
+steps) compile at -O0 as well (tests/one_shot.py).
 ``AJAX_TEST_XLA_OPT`` sets another level (empty string: XLA's default); the whole suite also
 passes at the default (the 2026-12-06 baseline run). The flag reaches the tests'
 subprocesses through the environment; helpers that set ``XLA_FLAGS`` keep it.
@@ -34,6 +39,8 @@ _OPT = os.environ.get("AJAX_TEST_XLA_OPT", "1")
 if _OPT and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     # before JAX starts its CPU backend, which reads XLA_FLAGS once
     flags = os.environ.get("XLA_FLAGS", "") + f" --xla_backend_optimization_level={_OPT}"
+    if "--xla_cpu_use_fusion_emitters" not in flags:
+        flags += " --xla_cpu_use_fusion_emitters=false"
     os.environ["XLA_FLAGS"] = flags.strip()
 
 import jax  # noqa: E402

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tests.one_shot import jit_once
 
 from ajax.agents.dreamerv3 import MODEL_SIZES, DreamerV3Config
 from ajax.agents.dreamerv3.losses import TrainDraws
@@ -156,7 +157,8 @@ def _problem(case: str):
     mixed = image is not None and vector_dim > 0
     obs_dim = (int(np.prod(image)) if image else 0) + vector_dim
     nets = Nets.create(cfg, obs_dim, int(d["hp/action_dim"]), discrete, image)
-    state = init_state(cfg, nets, jax.random.key(0), obs_dim)
+    # shapes only: _state replaces every leaf (op by op, a real init compiles every op: 22 s)
+    state = jax.eval_shape(lambda key: init_state(cfg, nets, key, obs_dim), jax.random.key(0))
     return d, cfg, nets, state, discrete, image, mixed
 
 
@@ -230,7 +232,7 @@ def replayed(request):
     draws = _draws(d)
 
     # one program: the step's own loss pass gives the aux (one forward, not two, to compile)
-    new, aux, metrics = jax.jit(
+    new, aux, metrics = jit_once(
         lambda state: train_step_with_aux(cfg, nets, state, batch, start, draws)
     )(before)
     post = aux["post"]
@@ -310,7 +312,7 @@ def test_acting_step_matches_the_official_policy(case):
     else:
         obs = jnp.asarray(d["policy/obs/vector"])
     draws = (jnp.asarray(d["policy/draw_post_gumbel"]), jnp.asarray(d["policy/draw_action_noise"]))
-    step = jax.jit(lambda p, c, o, f: act(nets, p, c, o, f, draws, deterministic=False))
+    step = jit_once(lambda p, c, o, f: act(nets, p, c, o, f, draws, deterministic=False))
     action, new = step(params, carry, obs, jnp.asarray(d["policy/obs/is_first"]))
     if discrete:
         np.testing.assert_array_equal(action, d["policy/action"])

@@ -17,6 +17,7 @@ import numpy as np
 import optax
 import pytest
 from tests.agents.tdmpc2.test_t2_parity import _PREFIX, _component, _sub, _targets, _with_adam
+from tests.one_shot import jit_once
 
 from ajax.agents.tdmpc2 import TDMPC2Config, UpdateNoise, WorldModel, update_with_noise
 from ajax.agents.tdmpc2.tasks import TaskSet
@@ -81,7 +82,10 @@ def _setup(data):
                   batch_size=int(hp["batch_size"]), dropout=float(hp["dropout"]))  # fmt: skip
     tasks = _tasks(hp)
     model = WorldModel(cfg, tasks.action_dim, tasks=tasks)
-    state = init_state(cfg, model, jax.random.PRNGKey(0), tasks.obs_dim)
+    # shapes only: every leaf is replaced below (op by op, a real init compiles every op)
+    state = jax.eval_shape(
+        lambda k: init_state(cfg, model, k, tasks.obs_dim), jax.random.PRNGKey(0)
+    )
     params = _to_flax(_sub(data, "param/"), state.params)
     mu = _to_flax(_sub(data, "adam/exp_avg/"), state.params)
     nu = _to_flax(_sub(data, "adam/exp_avg_sq/"), state.params)
@@ -124,7 +128,7 @@ def test_t2_multitask_update_parity_with_official():
         pi_mask=jnp.asarray(data["draw/dropout_mask_pi_loss"]),
     )
 
-    @jax.jit
+    @jit_once
     def run(state, batch, noise, discount, task):
         with jax.default_matmul_precision("highest"):
             return update_with_noise(cfg, model, discount, state, batch, noise, task)
@@ -168,8 +172,11 @@ def test_t2_multitask_plan_parity_with_official():
     hp = _sub(data, "hp/")
     cfg, tasks = _config(hp), _tasks(hp)
     model = WorldModel(cfg, tasks.action_dim, tasks=tasks)
-    template = model.init(
-        jax.random.PRNGKey(0), jnp.zeros((1, tasks.obs_dim)), jnp.zeros((1, tasks.action_dim))
+    template = jax.eval_shape(
+        lambda key: model.init(
+            key, jnp.zeros((1, tasks.obs_dim)), jnp.zeros((1, tasks.action_dim))
+        ),
+        jax.random.PRNGKey(0),
     )["params"]
     params = _to_flax(_sub(data, "param/"), template)
     task = int(data["input/task"])
@@ -187,7 +194,7 @@ def test_t2_multitask_plan_parity_with_official():
     )
     discount = float(tasks.discounts(cfg)[task])
 
-    @jax.jit
+    @jit_once
     def run(params, obs, prev_mean, noise):
         with jax.default_matmul_precision("highest"):
             return plan_one(cfg, model, discount, params, obs, prev_mean,

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from tests.one_shot import jit_once
 
 from ajax.agents.tdmpc2 import TDMPC2Config, UpdateNoise, WorldModel, update_with_noise
 from ajax.agents.tdmpc2.update import init_state
@@ -134,7 +135,8 @@ def _setup(data, dropout):
     )  # fmt: skip
     model = WorldModel(cfg, int(hp["action_dim"]), image_shape)
     obs_dim = int(np.prod(image_shape)) if image_shape else int(hp["obs_dim"])
-    state = init_state(cfg, model, jax.random.PRNGKey(0), obs_dim)
+    # shapes only: every leaf is replaced below (op by op, a real init compiles every op)
+    state = jax.eval_shape(lambda key: init_state(cfg, model, key, obs_dim), jax.random.PRNGKey(0))
     params = torch_to_flax(_sub(data, "param/"), state.params)
     mu = torch_to_flax(_sub(data, "adam/exp_avg/"), state.params)
     nu = torch_to_flax(_sub(data, "adam/exp_avg_sq/"), state.params)
@@ -199,7 +201,7 @@ def _jit_update(cfg, model, discount):
     """The update as one compiled program (op-by-op dispatch of the whole update and its
     gradients compiles every primitive separately, which takes minutes on CPU)."""
 
-    @jax.jit
+    @jit_once
     def run(state, batch, noise):
         with jax.default_matmul_precision("highest"):
             return update_with_noise(cfg, model, discount, state, batch, noise)
@@ -247,8 +249,9 @@ def test_t2_plan_parity_with_official():
         latent_dim=int(hp["latent_dim"]), num_q=int(hp["num_q"]),
     )  # fmt: skip
     model = WorldModel(cfg, int(hp["action_dim"]))
-    template = model.init(
-        jax.random.PRNGKey(0), jnp.zeros((1,) + data["input/obs"].shape), jnp.zeros((1, 1))
+    template = jax.eval_shape(
+        lambda key: model.init(key, jnp.zeros((1,) + data["input/obs"].shape), jnp.zeros((1, 1))),
+        jax.random.PRNGKey(0),
     )["params"]
     params = torch_to_flax(_sub(data, "param/"), template)
     noise = ActNoise(
@@ -265,7 +268,7 @@ def test_t2_plan_parity_with_official():
     )
     obs = jnp.asarray(data["input/obs"])
 
-    @jax.jit
+    @jit_once
     def run(params, obs, prev_mean, noise):
         with jax.default_matmul_precision("highest"):
             z = model.apply({"params": params}, obs, method="encode")

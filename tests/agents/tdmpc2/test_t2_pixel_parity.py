@@ -23,6 +23,7 @@ from tests.agents.tdmpc2.test_t2_parity import (
     conv_encoder,
     nchw_to_flat,
 )
+from tests.one_shot import jit_once
 
 from ajax.agents.tdmpc2 import TDMPC2Config, WorldModel, draw_act_noise
 from ajax.agents.tdmpc2.pixels import PixelEncoder, shift_images
@@ -64,8 +65,10 @@ def test_t2_pixel_parameter_counts_match_official_at_every_size():
         size, channels = (int(p.lstrip("sizech")) for p in run.split("_"))
         want = {g: int(data[f"count/{run}/{t}"]) for t, g in _GROUPS.items()}
         if TDMPC2Config.preset(size).arch.latent_dim != 16 * channels:
-            encoder = PixelEncoder(IMAGE, channels).init(
-                jax.random.PRNGKey(0), jnp.zeros((1, 64 * 64 * 9))
+            encoder = jax.eval_shape(
+                PixelEncoder(IMAGE, channels).init,
+                jax.random.PRNGKey(0),
+                jnp.zeros((1, 64 * 64 * 9)),
             )
             assert sum(x.size for x in jax.tree.leaves(encoder)) == want["encoder"], run
             continue
@@ -86,7 +89,7 @@ def test_t2_pixel_encoder_features_match_official():
     frames = jnp.asarray(nchw_to_flat(data["input/frames"]))
     shifts = _yx(data["draw/shift_xy"])
 
-    @jax.jit
+    @jit_once
     def run(params, frames, shifts):
         with jax.default_matmul_precision("highest"):
             conv = PixelEncoder(IMAGE, 32).apply({"params": params}, frames)
