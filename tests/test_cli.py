@@ -130,6 +130,13 @@ def test_train_resume_eval_and_overwrite(tmp_path, capsys):
     assert main(argv[:5] + ["100"] + argv[6:] + TINY_SAC + ["--overwrite"]) == 0
     assert json.loads((out / "summary.json").read_text())["steps"] == 100
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    assert "note:" not in capsys.readouterr().err  # 100 steps: one whole chunk
+
+    # 150 steps round up to two chunks of 100, and the run says so
+    assert main(argv[:5] + ["150"] + argv[6:] + TINY_SAC + ["--overwrite"]) == 0
+    assert json.loads((out / "summary.json").read_text())["steps"] == 200
+    err = capsys.readouterr().err
+    assert "note: a run goes in whole chunks of 100 env steps" in err and "runs 200" in err
 
 
 @pytest.mark.parametrize(

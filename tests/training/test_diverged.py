@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ajax.cli import main
-from ajax.training.run import Diverged, check_finite, kept_after_divergence
+from ajax.training.run import Diverged, check_finite, kept_after_divergence, rounding_note
 
 
 def test_check_finite_names_first_bad_loss_and_step():
@@ -57,3 +57,13 @@ def test_a_divergence_after_a_checkpoint_names_the_kept_one(tmp_path):
     where = tmp_path / "checkpoints" / "3"
     assert kept == f"its last finite checkpoint ({where}, step 150) is kept"
     assert "no checkpoint exists" in kept_after_divergence(tmp_path, None, 50)
+
+
+def test_rounding_note_says_when_a_run_is_longer_than_asked():
+    """Runs go in whole chunks: 150 steps in chunks of 100 run 200 (and the line says how to
+    get an exact length); a whole number of chunks says nothing."""
+    assert rounding_note(200, 100, 2) is None
+    note = rounding_note(150, 100, 2)
+    assert note.startswith("note: a run goes in whole chunks of 100 env steps")
+    assert "--steps 150 runs 200" in note and "a multiple of 100" in note
+    assert "--steps 100 runs 1,000,000" in rounding_note(100, 1_000_000, 1)

@@ -111,6 +111,16 @@ def prepare(algo: Algorithm, spec: RunSpec, out: Path | None, resume: bool = Fal
     return Prepared(plan, start, done_chunks, wall_offset, save, primary)
 
 
+def rounding_note(steps: int, per_chunk: int, n_chunks: int) -> str | None:
+    """The line that says a run is longer than asked: it goes in whole chunks of ``per_chunk``
+    env steps (one evaluation each), so ``steps`` rounds up; None when nothing rounds."""
+    if n_chunks * per_chunk == steps:
+        return None
+    return (f"note: a run goes in whole chunks of {per_chunk:,} env steps (one evaluation "
+            f"each), so --steps {steps:,} runs {n_chunks * per_chunk:,}; give --steps a multiple "
+            f"of {per_chunk:,} or a smaller --eval-freq for an exact length")  # fmt: skip
+
+
 def kept_after_divergence(out: Path, checkpoint: int | None, per_chunk: int) -> str:
     """What a diverged run leaves: its newest checkpoint (all are finite: a segment is checked
     before it is saved), or none, and then how to start again."""
@@ -208,6 +218,8 @@ def execute(
     try:
         p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching,
                     plan)  # fmt: skip
+        if p.primary and (note := rounding_note(spec.steps, p.per_chunk, p.n_chunks)):
+            warn(note)
         logger = RunLogger(
             out if p.primary else None,
             p.n_chunks * p.per_chunk,
