@@ -1,5 +1,6 @@
 """The non-finite guard: a NaN loss stops the run with exit 3, names the loss and the step,
-keeps the last finite checkpoint and marks summary.json as diverged."""
+keeps the last finite checkpoint and marks summary.json as diverged. Also the run's other
+warnings: a run longer than asked (whole chunks) and one that ends before its first update."""
 
 from __future__ import annotations
 
@@ -9,8 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from ajax.agents.dreamerv3 import DreamerV3, DreamerV3Config
+from ajax.agents.ppo import PPO
+from ajax.agents.sac import SAC, SACConfig
+from ajax.agents.tdmpc2 import TDMPC2
 from ajax.cli import main
-from ajax.training.run import Diverged, check_finite, kept_after_divergence, rounding_note
+from ajax.training.run import (
+    Diverged,
+    check_finite,
+    kept_after_divergence,
+    no_learning_note,
+    rounding_note,
+)
 
 
 def test_check_finite_names_first_bad_loss_and_step():
@@ -67,3 +78,23 @@ def test_rounding_note_says_when_a_run_is_longer_than_asked():
     assert note.startswith("note: a run goes in whole chunks of 100 env steps")
     assert "--steps 150 runs 200" in note and "a multiple of 100" in note
     assert "--steps 100 runs 1,000,000" in rounding_note(100, 1_000_000, 1)
+
+
+def test_no_learning_note_says_when_a_run_ends_before_its_first_update():
+    """The replay agents' first update (learning_starts, TD-MPC2's seed steps, DreamerV3's
+    filled replay) against the run's length; the rollout agents update from the start."""
+    assert SAC("Pendulum-v1", SACConfig(learning_starts=700)).first_update() == (
+        700, "--learning-starts")  # fmt: skip
+    assert TDMPC2("Pendulum-v1").first_update() == (1000, "--seed-steps")  # max(1000, 5 x 200)
+    cfg = DreamerV3Config.preset("1m", batch_size=4, batch_length=16)
+    assert DreamerV3("CartPole-v1", cfg).first_update() == (cfg.first_train_step, "--batch-size"
+                                                           " x --batch-length")  # fmt: skip
+    # 4 x 16 steps, and one env adds a window per row from its 17th (replay_context 1)
+    assert cfg.first_train_step == 4 * 16 + 16
+    assert PPO("CartPole-v1").first_update() is None
+    assert no_learning_note(1000, (1000, "--learning-starts")) is None
+    assert no_learning_note(5000, None) is None
+    note = no_learning_note(500, (1000, "--learning-starts"))
+    assert note == ("note: the first update comes at env step 1,000 (--learning-starts), and "
+                    "this run ends at 500: it collects without learning; give more --steps or "
+                    "a smaller --learning-starts")  # fmt: skip

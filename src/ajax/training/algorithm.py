@@ -117,6 +117,12 @@ class Algorithm:
         """Whether the run keeps its replay rows in host memory (``--replay-on host``)."""
         return getattr(self.config, "replay_on", "device") == "host"
 
+    def first_update(self) -> tuple[int, str] | None:
+        """The env step (all envs) of the run's first update and the setting that puts it
+        there, for the run's note when ``--steps`` ends before it; None when updates start at
+        once (the rollout agents)."""
+        return None
+
     def check_memory(
         self, total_steps: int, n_seeds: int, devices: int | None = None, parallel: str = "seeds"
     ) -> None:

@@ -119,6 +119,9 @@ class OffPolicyAlgorithm(ReplayAlgorithm):
     def agent_act(self):
         return self.agent(1).act
 
+    def first_update(self) -> tuple[int, str]:
+        return self.config.learning_starts, "--learning-starts"
+
 
 class OnPolicyAlgorithm(Algorithm):
     """Base of the rollout agents (PPO, PQN, APO, AVG, UDRL): subclasses give :meth:`agent`

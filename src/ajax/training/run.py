@@ -121,6 +121,17 @@ def rounding_note(steps: int, per_chunk: int, n_chunks: int) -> str | None:
             f"of {per_chunk:,} or a smaller --eval-freq for an exact length")  # fmt: skip
 
 
+def no_learning_note(steps: int, first: tuple[int, str] | None) -> str | None:
+    """The line that says a run of ``steps`` env steps ends before its first update
+    (``first``: :meth:`~ajax.training.algorithm.Algorithm.first_update`); None otherwise."""
+    if first is None or first[0] <= steps:
+        return None
+    step, setting = first
+    return (f"note: the first update comes at env step {step:,} ({setting}), and this run ends "
+            f"at {steps:,}: it collects without learning; give more --steps or a smaller "
+            f"{setting}")  # fmt: skip
+
+
 def kept_after_divergence(out: Path, checkpoint: int | None, per_chunk: int) -> str:
     """What a diverged run leaves: its newest checkpoint (all are finite: a segment is checked
     before it is saved), or none, and then how to start again."""
@@ -218,8 +229,11 @@ def execute(
     try:
         p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching,
                     plan)  # fmt: skip
-        if p.primary and (note := rounding_note(spec.steps, p.per_chunk, p.n_chunks)):
-            warn(note)
+        if p.primary:
+            for note in (rounding_note(spec.steps, p.per_chunk, p.n_chunks),
+                         no_learning_note(p.n_chunks * p.per_chunk, algo.first_update())):  # fmt: skip
+                if note:
+                    warn(note)
         logger = RunLogger(
             out if p.primary else None,
             p.n_chunks * p.per_chunk,

@@ -103,6 +103,10 @@ class DreamerV3(ReplayAlgorithm):
     def agent(self, total_steps: int) -> ReplayAgent:
         return replay_agent(self.config, self.env, total_steps)
 
+    def first_update(self) -> tuple[int, str]:
+        # the replay first holds --batch-size x --batch-length steps (embodied/run/train.py:71)
+        return self.config.first_train_step, "--batch-size x --batch-length"
+
     def make_chunks(self, total_steps: int) -> Chunks:
         self.require_jax_env()
         agent = replay_agent(self.config, self.train_env, total_steps)

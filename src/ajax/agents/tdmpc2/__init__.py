@@ -19,7 +19,7 @@ The public agent is :class:`TDMPC2` (Hansen et al., arXiv:2310.16828), continuou
 
 from ajax.agents.tdmpc2 import protocols
 from ajax.agents.tdmpc2.act import ActNoise, ActState, ValueNoise, draw_act_noise
-from ajax.agents.tdmpc2.agent import make_loop, replay_agent  # noqa: F401
+from ajax.agents.tdmpc2.agent import episode_length, make_loop, replay_agent  # noqa: F401
 from ajax.agents.tdmpc2.agent import policy as agent_policy
 from ajax.agents.tdmpc2.config import Architecture, PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.ensemble import Ensemble, pair_q, random_pair, reduce_pair
@@ -107,6 +107,9 @@ class TDMPC2(ReplayAlgorithm):
 
     def agent(self, total_steps: int) -> ReplayAgent:
         return replay_agent(self.config, self.env, total_steps)
+
+    def first_update(self) -> tuple[int, str]:
+        return self.config.seed_steps_for(episode_length(self.env)), "--seed-steps"
 
     def policy(self):
         """The planner with its per-env warm start (:func:`ajax.agents.tdmpc2.agent.policy`)."""
