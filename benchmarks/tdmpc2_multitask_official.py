@@ -43,8 +43,8 @@ import numpy as np
 from ajax.agents.tdmpc2.config import PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2
 from ajax.cli import _config_from, _make_algo
+from ajax.training import loop
 from ajax.training.evaluation import evaluate_run
-from ajax.training.loop import evaluate, stateless
 from ajax.training.rollout import to_env_action
 
 DRIVER = Path(__file__).resolve().parent / "tdmpc2_multitask_official_driver.py"
@@ -62,15 +62,8 @@ def config(updates: int, args) -> TDMPC2Config:
 
 
 def random_return(env, episodes: int = 10) -> float:
-    """Mean return of uniform random actions in [-1, 1] (the test's ``random_return``)."""
-
-    def act(agent, obs, key, det):
-        return jax.random.uniform(
-            key, obs.shape[:1] + (env.spec.action_dim,), minval=-1.0, maxval=1.0
-        )
-
-    return float(jax.jit(lambda k: evaluate(env, stateless(act), None, k, episodes))(
-        jax.random.key(7)))  # fmt: skip
+    """Mean return of uniform random actions in [-1, 1], key 7 (the test's ``random_return``)."""
+    return float(jax.jit(lambda k: loop.random_return(env, k, episodes))(jax.random.key(7)))
 
 
 def serve(envs, rx, tx, seed: int) -> dict:

@@ -12,10 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ajax.environments import make_env
 from ajax.environments.core import SimEnv, SimStep
 from ajax.environments.normalize import NormalizeObservation, ObsMoments, pooled_moments
 from ajax.environments.types import Box, EnvSpec
-from ajax.training.loop import evaluate, stateless
+from ajax.training.loop import evaluate, random_return, stateless
 
 
 def test_pooled_moments_hand_worked():
@@ -73,3 +74,18 @@ def test_host_evaluation_takes_the_training_moments():
     assert run.eval_env.frozen
     np.testing.assert_array_equal(run.eval_env.moments.mean, run.env.moments.mean)
     assert float(run.env.moments.count) >= 1
+
+
+def test_random_return_scores_uniform_random_actions():
+    """On the one-step echo env the return is the action itself, so the mean of 4,096 uniform
+    [-1, 1] actions: 0 within 4 standard errors (0.577 / 64 = 0.009); the actions do differ
+    between episodes. On CartPole-v1 uniform random play lasts about 22 steps (the well-known
+    random baseline; 512 episodes, so within +-3)."""
+    echo = SimEnv(_Echo(), EnvSpec("echo", "probe", (1,), Box((-1.0,), (1.0,)), 1))
+    mean = float(jax.jit(lambda k: random_return(echo, k, 4096))(jax.random.PRNGKey(0)))
+    assert abs(mean) < 0.04
+    one = [float(random_return(echo, jax.random.PRNGKey(i), 1)) for i in range(2)]
+    assert one[0] != one[1] and all(-1.0 <= x <= 1.0 for x in one)
+    cartpole = make_env("CartPole-v1")
+    mean = float(jax.jit(lambda k: random_return(cartpole, k, 512))(jax.random.PRNGKey(0)))
+    assert 19.0 < mean < 25.0, mean

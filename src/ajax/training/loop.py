@@ -184,6 +184,14 @@ def evaluate(env, policy: Policy, agent_state, key, episodes: int, train_env_sta
     return ret.mean()
 
 
+def random_return(env, key, episodes: int = 10) -> jax.Array:
+    """Mean return of ``episodes`` parallel episodes of uniformly random actions
+    (:func:`~ajax.training.rollout.random_actions`), scored as :func:`evaluate` scores: the
+    floor a normalised score (R - R_random) / (R_expert - R_random) starts from."""
+    act = lambda agent, obs, k, det: random_actions(env, k, obs.shape[0])  # noqa: E731
+    return evaluate(env, stateless(act), None, key, episodes)
+
+
 def end_of_chunk(state, metrics: dict, eval_env, policy: Policy, episodes: int):
     """Close a chunk of a loop: evaluate ``state.agent`` deterministically and build the record
     (``step``, ``eval_return``, ``train_return`` and ``metrics``, one value each)."""

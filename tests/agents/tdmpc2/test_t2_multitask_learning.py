@@ -36,8 +36,8 @@ import pytest
 from ajax.agents.tdmpc2.config import PlannerConfig, TDMPC2Config
 from ajax.agents.tdmpc2.multitask import MultitaskTDMPC2
 from ajax.cli import _config_from, _make_algo, main
+from ajax.training import loop
 from ajax.training.evaluation import evaluate_run
-from ajax.training.loop import evaluate, stateless
 
 SAC = ["--hidden", "64", "--batch-size", "128", "--learning-rate", "1e-3", "--no-progress"]
 TASKS = {  # task: (env, SAC steps)
@@ -56,12 +56,8 @@ CONFIG = TDMPC2Config(
 
 
 def random_return(env, episodes: int = 10) -> float:
-    """Mean return of uniform random actions in [-1, 1] (the normalisation's floor)."""
-    act = lambda agent, obs, key, det: jax.random.uniform(
-        key, obs.shape[:1] + (env.spec.action_dim,), minval=-1.0, maxval=1.0
-    )
-    return float(jax.jit(lambda k: evaluate(env, stateless(act), None, k, episodes))(
-        jax.random.key(7)))  # fmt: skip
+    """Mean return of uniform random actions in [-1, 1] (the normalisation's floor), key 7."""
+    return float(jax.jit(lambda k: loop.random_return(env, k, episodes))(jax.random.key(7)))
 
 
 # ~20 min on 2 cores: three SAC runs, then 24k updates and 6 evaluations. Measured
