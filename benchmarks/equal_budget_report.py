@@ -98,39 +98,41 @@ _PER_SEED = {"official": ("curves", "finals", "seeds", "updates", "train_start_s
 def combine(parts: list[dict]) -> dict:
     """One report from reports of the same settings on disjoint seeds (``--first-seed``):
     per-seed lists concatenated in seed order, wall times summed, the bar recomputed over all
-    seeds. Refuses parts whose settings (other than the seeds) or grids differ."""
+    seeds. A task needs to be in only some parts (its rows then hold those parts' seeds).
+    Refuses parts whose settings (other than the seeds) or a task's grids differ."""
 
     def fixed(settings: dict) -> dict:
         return {k: v for k, v in settings.items() if k not in ("seeds", "first_seed", "seed_list")}
 
     base = fixed(parts[0]["settings"])
-    labels = [seed_labels(p["settings"]) for p in parts]
     for p in parts:
         if fixed(p["settings"]) != base:
             raise ValueError(f"cannot combine runs of different settings: {fixed(p['settings'])}"
                              f" vs {base}")  # fmt: skip
+    labels = [seed_labels(p["settings"]) for p in parts]
     flat = [x for lab in labels for x in lab]
     if len(set(flat)) != len(flat):
         raise ValueError(f"cannot combine runs that share seeds: {labels}")
     order = sorted(range(len(parts)), key=lambda i: labels[i][0])
-    parts, flat = [parts[i] for i in order], sorted(flat)
+    parts, labels, flat = [parts[i] for i in order], [labels[i] for i in order], sorted(flat)
     out = {"settings": {**base, "seeds": len(flat), "first_seed": flat[0], "seed_list": flat},
            "tasks": {}}  # fmt: skip
-    for task in parts[0]["tasks"]:
-        rows = [p["tasks"].get(task) for p in parts]
-        if any(r is None or r["grid"] != rows[0]["grid"] for r in rows):
+    for task in dict.fromkeys(t for p in parts for t in p["tasks"]):
+        rows = [(p["tasks"][task], lab) for p, lab in zip(parts, labels, strict=True)
+                if task in p["tasks"]]  # fmt: skip
+        if any(r["grid"] != rows[0][0]["grid"] for r, _ in rows):
             raise ValueError(f"{task}: every part needs the task on the same curve grid")
-        merged = out["tasks"][task] = {"grid": rows[0]["grid"]}
+        merged = out["tasks"][task] = {"grid": rows[0][0]["grid"]}
         for side, keys in _PER_SEED.items():
-            sides = [r.get(side) for r in rows]
-            if not all(sides):
+            sides = [({"seeds": lab, **r[side]}, lab) for r, lab in rows if r.get(side)]
+            if len(sides) != len(rows):
                 continue
-            m = merged[side] = dict(sides[0])
+            m = merged[side] = dict(sides[0][0])
             for key in keys:
                 if key in m:
-                    m[key] = [x for sd in sides for x in sd.get(key, [])]
-            m["wall_s"] = sum(sd["wall_s"] for sd in sides)
-            m["failures"] = [f for sd in sides for f in sd.get("failures", [])]
+                    m[key] = [x for sd, _ in sides for x in sd.get(key, [])]
+            m["wall_s"] = sum(sd["wall_s"] for sd, _ in sides)
+            m["failures"] = [f for sd, _ in sides for f in sd.get("failures", [])]
         if merged.get("official") and merged.get("ajax"):
             merged["summary"] = summarize(merged["official"]["finals"], merged["ajax"]["finals"])
     return out
@@ -159,8 +161,9 @@ def markdown(results: dict) -> str:
     ]
     for task, r in results["tasks"].items():
         for side, label in (("official", "official"), ("ajax", "Ajax")):
-            finals = r[side]["finals"] if r.get(side) else [None] * n
-            finals = (list(finals) + [None] * n)[:n]
+            got = r.get(side) or {"finals": []}
+            by_seed = dict(zip(got.get("seeds", labels), got["finals"], strict=False))
+            finals = [by_seed.get(seed) for seed in labels]
             summ = r.get("summary", {})
             lines.append(
                 f"| {task} | {label} | " + " | ".join(_fmt(v) for v in finals)

@@ -406,6 +406,15 @@ def test_combine_merges_disjoint_seeds_and_recomputes_the_bar(tmp_path, capsys):
     assert s["worst_ok_if_same"] == 0.5
     table = rep.markdown(merged)
     assert "| task | side | seed 0 | seed 1 | seed 2 | seed 3 | mean |" in table
+    # a task in one part only keeps that part's seeds; a side without its seed list (reports
+    # made before --first-seed) takes its part's
+    del early["tasks"]["CartPole-v1"]["ajax"]["seeds"]
+    late["tasks"]["Pendulum-v1"] = late["tasks"]["CartPole-v1"]
+    both = rep.combine([late, early])
+    assert both["tasks"]["CartPole-v1"]["ajax"]["seeds"] == [0, 1, 2, 3]
+    pend = both["tasks"]["Pendulum-v1"]
+    assert pend["official"]["seeds"] == [2, 3] and pend["summary"]["official_mean"] == 35.0
+    assert "| Pendulum-v1 | official | - | - | 30.0 | 40.0 | 35.0 |" in rep.markdown(both)
     with pytest.raises(ValueError, match="share seeds"):
         rep.combine([early, early])
     with pytest.raises(ValueError, match="different settings"):
