@@ -146,9 +146,6 @@ def cmd_train(argv: list[str]) -> int:
     if summary["eval_every"] != getattr(config, "eval_freq", summary["eval_every"]):
         print(f"note: --eval-freq {config.eval_freq} evaluated every {summary['eval_every']} env "
               "steps: evaluations fall between whole chunks (vector steps or rollouts)")  # fmt: skip
-    if summary["steps"] != args.steps:
-        print(f"note: --steps {args.steps} ran {summary['steps']} steps: runs go in whole chunks "
-              "of eval_freq env steps (lower --eval-freq for a finer grain)")  # fmt: skip
     return 0
 
 
