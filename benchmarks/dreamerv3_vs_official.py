@@ -4,7 +4,7 @@ item 4).
 Usage (from the repository root)::
 
     python benchmarks/dreamerv3_vs_official.py --official-python PATH --official-repo DIR \\
-        [--tasks CartPole-v1 Pendulum-v1] [--seeds 3] [--steps N] [--size 1m] \\
+        [--tasks CartPole-v1 Pendulum-v1] [--seeds 3] [--first-seed 0] [--steps N] [--size 1m] \\
         [--batch-size B] [--batch-length T] [--train-ratio R] [--envs 1] [--out DIR]
 
 The official side is the checkout DIR run in its own interpreter PATH (jax 0.4.33 on CPU; see
