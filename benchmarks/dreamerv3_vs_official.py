@@ -10,12 +10,13 @@ Usage (from the repository root)::
 The official side is the checkout DIR run in its own interpreter PATH (jax 0.4.33 on CPU; see
 ../shared/reference/README.md) through its own ``embodied.run.train`` driver on the gymnasium
 task, behind the adapter ``dreamerv3_official.GymnasiumEnv`` (``dreamerv3_official.py run``:
-one process per seed, seeds S..S+N-1 for ``--first-seed S`` (default 0), float32 unless ``--official-dtype``). Ajax runs
-``ajax.DreamerV3`` on the same task (the JAX port of the gymnasium env by default, the same
-dynamics, limits and rewards; ``--ajax-env gymnasium`` steps the gymnasium env itself in the
-host loop), the same seeds vmapped in one program. Runs of disjoint seeds merge into one
-report with ``python benchmarks/equal_budget_report.py combine A.json B.json --out DIR``. Both use the same preset, batch, train ratio,
-env steps and number of envs; every other setting is each side's default (configs.yaml's and
+one process per seed, seeds S..S+N-1 for ``--first-seed S`` (default 0), float32 unless
+``--official-dtype``). Ajax runs ``ajax.DreamerV3`` on the same task (the JAX port of the
+gymnasium env by default, the same dynamics, limits and rewards; ``--ajax-env gymnasium``
+steps the gymnasium env itself in the host loop), the same seeds vmapped in one program. Runs
+of disjoint seeds merge into one report with ``python benchmarks/equal_budget_report.py
+combine A.json B.json --out DIR``. Both use the same preset, batch, train ratio, env steps and
+number of envs; every other setting is each side's default (configs.yaml's and
 DreamerV3Config's, which follow it).
 
 Curves: every ``--curve-every`` env steps, the mean over envs of each env's last finished
@@ -103,6 +104,11 @@ def settings_of(args) -> dict:
     }  # fmt: skip
 
 
+def seed_range(args) -> list[int]:
+    """The seeds of this run: ``--first-seed`` onwards, ``--seeds`` of them."""
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
 def _same_run(path: Path, want: dict) -> dict | None:
     """The run JSON at ``path`` when it was made with the settings ``want``."""
     if not path.is_file():
@@ -170,7 +176,7 @@ def run_ajax(args, task: str) -> dict:
         curves=rec["train_return"].reshape(shape).astype(float).tolist(),
         eval_curves=rec["eval_return"].reshape(shape).astype(float).tolist(),
         eval_policy=extra.get("eval_policy", "mode"),
-        seeds=list(range(args.first_seed, args.first_seed + args.seeds)),
+        seeds=seed_range(args),
     )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row))
@@ -187,7 +193,7 @@ def compare(args) -> dict:
         r["grid"] = grid
         if "official" in args.sides:
             runs, failures = [], []
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for seed in seed_range(args):
                 row, why = run_official(args, task, seed)
                 print(f"official {task} seed {seed}: "
                       + (f"{row['wall_s']:.0f} s, {row['updates']} updates" if row else why),
@@ -216,8 +222,7 @@ def compare(args) -> dict:
                            for c in ajax["curves"]],
                 "eval_curves": ajax["eval_curves"],
                 "eval_policy": ajax["eval_policy"],
-                "seeds": ajax.get("seeds", list(range(args.first_seed,
-                                                      args.first_seed + args.seeds))),
+                "seeds": ajax.get("seeds", seed_range(args)),
                 "env": ajax["env"],
                 "wall_s": ajax["wall_s"],
                 "failures": [],

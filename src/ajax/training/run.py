@@ -230,10 +230,11 @@ def execute(
         p = prepare(algo, spec, out, resume, ignore_version, devices, parallel, seed_batching,
                     plan)  # fmt: skip
         if p.primary:
-            for note in (rounding_note(spec.steps, p.per_chunk, p.n_chunks),
-                         no_learning_note(p.n_chunks * p.per_chunk, algo.first_update())):  # fmt: skip
-                if note:
-                    warn(note)
+            ran = p.n_chunks * p.per_chunk
+            notes = (rounding_note(spec.steps, p.per_chunk, p.n_chunks),
+                     no_learning_note(ran, algo.first_update()))  # fmt: skip
+            for note in filter(None, notes):
+                warn(note)
         logger = RunLogger(
             out if p.primary else None,
             p.n_chunks * p.per_chunk,
