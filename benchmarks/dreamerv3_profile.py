@@ -26,6 +26,8 @@ import jax
 from dreamerv3_speed import train_problem
 from tdmpc2_profile import report
 
+from ajax.host_memory import keep_host_buffers
+
 
 def classify(name: str, op: str) -> str:
     """One of the module docstring's classes for thunk ``name`` traced from ``op``."""
@@ -56,4 +58,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

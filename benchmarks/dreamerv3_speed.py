@@ -67,6 +67,7 @@ from ajax.agents.dreamerv3.losses import Batch  # noqa: E402
 from ajax.agents.dreamerv3.model import Nets, param_count  # noqa: E402
 from ajax.agents.dreamerv3.rssm import initial_state  # noqa: E402
 from ajax.agents.dreamerv3.update import act, init_carry, init_state, train_step  # noqa: E402
+from ajax.host_memory import GLIBC_ENV, keep_host_buffers
 
 OBS_DIM, ACTION_DIM = 5, 1
 DRIVER = Path(__file__).with_name("dreamerv3_official.py")
@@ -159,12 +160,14 @@ def bench_run(size: str, steps: int, ratio: float, env: str = RUN_ENV, replay_on
 # ----------------------------------------------------------------------------- official side
 
 
-def official_call(python: str, repo: str, argv: list[str], timeout: float):
+def official_call(python: str, repo: str, argv: list[str], timeout: float, env=None):
     """``(rows, None)`` from ``dreamerv3_official.py argv[0] --repo repo argv[1:]`` in the
-    official interpreter, or ``([], one-line reason)`` when it fails or prints no result."""
+    official interpreter (``env``: variables added to this one's), or ``([], one-line
+    reason)`` when it fails or prints no result."""
     cmd = [python, str(DRIVER), argv[0], "--repo", repo, *argv[1:]]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})  # fmt: skip
     except subprocess.TimeoutExpired:
         return [], f"timed out after {timeout:g} s"
     except OSError as err:
@@ -180,12 +183,13 @@ def official_times(args) -> dict:
     reason string where the official code failed. Exit 2 when every measurement failed."""
     out = {}
     shape = ["--batch-size", str(args.batch_size), "--batch-length", str(args.batch_length)]
+    env = GLIBC_ENV if args.official_malloc == "kept" else None
     for size in args.sizes:
         for dtype in args.official_dtypes:
             argv = ["speed", "--size", size, "--dtype", dtype, "--repeats", str(args.repeats),
                     "--obs-dim", str(OBS_DIM), "--action-dim", str(ACTION_DIM), *shape]  # fmt: skip
             rows, why = official_call(args.official_python, args.official_repo, argv,
-                                      args.official_timeout)  # fmt: skip
+                                      args.official_timeout, env)  # fmt: skip
             for kind in ("train", "policy"):
                 found = [r for r in rows if r.get("kind") == kind]
                 out[(kind, size, dtype)] = found[0] if found else (why or f"no {kind} line")
@@ -196,7 +200,7 @@ def official_times(args) -> dict:
             "--steps", str(steps), "--envs", str(args.run_envs),
             "--train-ratio", str(args.run_ratio), "--seed", "1", *shape]  # fmt: skip
     rows, why = official_call(args.official_python, args.official_repo, argv,
-                              args.official_timeout)  # fmt: skip
+                              args.official_timeout, env)  # fmt: skip
     out[("run",)] = rows[0] if rows else why
     if out and all(isinstance(v, str) for v in out.values()):
         first = next(iter(out.values()))
@@ -336,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--official-python", help="interpreter with the official code's deps")
     parser.add_argument("--official-repo", help="checkout of danijar/dreamerv3")
     parser.add_argument("--official-dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
+    parser.add_argument("--official-malloc", choices=["system", "kept"], default="system",
+                        help="the official process's glibc allocator: as shipped, or with the "
+                        "settings Ajax applies to itself (ajax.host_memory.GLIBC_ENV)")  # fmt: skip
     parser.add_argument("--official-timeout", type=float, default=1800.0,
                         help="seconds per official call before it counts as failed")  # fmt: skip
     return parser
@@ -350,6 +357,8 @@ def main() -> None:
         official = official_times(args)
     shape = dict(batch_size=args.batch_size, batch_length=args.batch_length)
     print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"allocator: Ajax {'kept' if KEPT else 'system'} (ajax.host_memory), official "
+          f"{args.official_malloc if args.official_python else '-'}")  # fmt: skip
     mm = matmul_gflops(1024, 1024, 1024, 10)
     print(f"plain matmul 1024^3: {mm:.1f} GFLOP/s")
     if not official:
@@ -372,5 +381,8 @@ def main() -> None:
         )
 
 
+KEPT = False  # whether keep_host_buffers applied (set when run as a script)
+
 if __name__ == "__main__":
+    KEPT = keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

@@ -46,6 +46,7 @@ from ajax.agents.tdmpc2 import TDMPC2, TDMPC2Config, WorldModel
 from ajax.agents.tdmpc2.act import ActState, act
 from ajax.agents.tdmpc2.update import init_state, update
 from ajax.buffers.windows import TDMPC2Slice
+from ajax.host_memory import GLIBC_ENV, keep_host_buffers
 
 OBS_DIM, ACTION_DIM = 24, 6  # a walker-sized task
 
@@ -204,13 +205,15 @@ def bench_jitted_run(env: str, size: int, seed_steps: int, steps: int) -> float:
     return (last - first) / (stamps[last] - stamps[first])
 
 
-def official_run(python: str, repo: str, task: str, size: int, seed_steps: int, steps: int):
-    """The official online trainer's row (``tdmpc2_official.py --whole-run``), or exit 2."""
+def official_run(python: str, repo: str, task: str, size: int, seed_steps: int, steps: int,
+                 env=None):  # fmt: skip
+    """The official online trainer's row (``tdmpc2_official.py --whole-run``; ``env``: variables
+    added to this process's), or exit 2."""
     driver = Path(__file__).with_name("tdmpc2_official.py")
     cmd = [python, str(driver), "--repo", repo, "--threads", str(os.cpu_count()), "--sizes",
            str(size), "--whole-run", task, "--run-seed-steps", str(seed_steps), "--run-steps",
            str(steps)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not rows:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
@@ -220,10 +223,11 @@ def official_run(python: str, repo: str, task: str, size: int, seed_steps: int, 
     return rows[0]
 
 
-def official_times(python: str, repo: str, sizes, repeats: int, modes) -> dict:
+def official_times(python: str, repo: str, sizes, repeats: int, modes, env=None) -> dict:
     """{(size, mode): {"update_ms", "plan_ms", ...}} from ``tdmpc2_official.py`` run by the
     official code's interpreter ``python``, once per mode ("eager", "compiled"), with as many
-    torch threads as this process has CPUs (XLA's CPU client uses them all)."""
+    torch threads as this process has CPUs (XLA's CPU client uses them all); ``env``:
+    variables added to this process's."""
     driver = Path(__file__).with_name("tdmpc2_official.py")
     out = {}
     for mode in modes:
@@ -232,7 +236,8 @@ def official_times(python: str, repo: str, sizes, repeats: int, modes) -> dict:
                "--obs-dim", str(OBS_DIM), "--action-dim", str(ACTION_DIM)]  # fmt: skip
         if mode == "compiled":
             cmd.append("--compile")
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True,
+                              env={**os.environ, **(env or {})})  # fmt: skip
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
             print(f"tdmpc2_speed.py: error: the official TD-MPC2 ({mode}) failed in {python}:"
@@ -278,6 +283,9 @@ def main() -> None:
     parser.add_argument(
         "--official-modes", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled"]
     )
+    parser.add_argument("--official-malloc", choices=["system", "kept"], default="system",
+                        help="the official process's glibc allocator: as shipped, or with the "
+                        "settings Ajax applies to itself (ajax.host_memory.GLIBC_ENV)")  # fmt: skip
     args = parser.parse_args()
     check_official_args(parser, args)
     if args.run_steps < 1 or args.run_seed_steps <= 500:
@@ -287,14 +295,18 @@ def main() -> None:
         )
     official, official_row = {}, None
     if args.official_python:  # first, so that neither program shares the CPU with the other
+        env = GLIBC_ENV if args.official_malloc == "kept" else None
         official = official_times(
             args.official_python, args.official_repo, args.sizes, args.repeats,
-            args.official_modes,
+            args.official_modes, env,
         )  # fmt: skip
         official_row = official_run(args.official_python, args.official_repo, args.run_task,
-                                    args.run_size, args.run_seed_steps, args.run_steps)  # fmt: skip
+                                    args.run_size, args.run_seed_steps, args.run_steps,
+                                    env)  # fmt: skip
     jax.config.update("jax_default_matmul_precision", "highest")
     print(f"device: {jax.devices()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"allocator: Ajax {'kept' if KEPT else 'system'} (ajax.host_memory), official "
+          f"{args.official_malloc if args.official_python else '-'}")  # fmt: skip
     big = matmul_gflops(2048, 2048, 2048, 5)
     print(f"plain matmul 2048^3: {big:.1f} GFLOP/s")
     if not official:
@@ -345,5 +357,8 @@ def main() -> None:
     )
 
 
+KEPT = False  # whether keep_host_buffers applied (set when run as a script)
+
 if __name__ == "__main__":
+    KEPT = keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

@@ -397,10 +397,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from ajax.failures import environment_failed
+    from ajax.host_memory import keep_host_buffers
     from ajax.training.run import Diverged
     from ajax.training.run_dir import RunDirError
     from ajax.validation import ConfigError
 
+    keep_host_buffers()  # before any program runs: see ajax.host_memory
     try:
         shown = help_text(cmd, argv[1:])
         if shown is not None:
