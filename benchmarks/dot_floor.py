@@ -43,8 +43,6 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from ajax.host_memory import keep_host_buffers
-
 sys.path.insert(0, os.path.dirname(__file__))
 from tdmpc2_speed import matmul_flops, sub_jaxprs  # noqa: E402
 
@@ -350,5 +348,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

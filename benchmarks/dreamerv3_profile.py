@@ -58,5 +58,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
+    keep_host_buffers()  # as `ajax train dreamerv3` does (ajax.host_memory)
     main()

@@ -31,12 +31,14 @@ the official code fails prints "-", and its one-line reason under the tables; if
 official measurement fails, the script ends with exit 2 and that line (a broken setup, as
 argparse's own errors).
 
-One run (2026-12-06, default flags, ``--replay-env none``; the 2 cores shared with other
-work, 1024^3 matmul 72 GFLOP/s against 265 idle, so only the ratios mean much): train step
-size1m Ajax 1,547 ms, official 2,298 (f32) / 3,205 (bf16), x 1.48; size12m 13,473 against
-14,788 / 22,077, x 1.10; policy step 0.64 / 4.70 ms (x 7.3) and 3.14 / 8.48 ms (x 2.7);
-compile 26 / 65 s and 32 / 83 s (x 2.4); whole run at ratio 512: Ajax jitted 1.65, host loop
-1.14, official 1.16 env steps/s (x 1.43 and 0.99).
+One run (2026-12-07, ``--replay-env none``, at abbfb9b; the 2 cores slowed by the host's
+other work, 1024^3 matmul 90.5 GFLOP/s, so only the ratios mean much; Ajax with
+``keep_host_buffers``, the official code with its system allocator): train step size1m Ajax
+670.5 ms, official 1,266.9 (f32) / 2,223.0 (bf16), x 1.89; size12m 6,383.1 against 7,770.9 /
+11,413.6, x 1.22; policy step 0.60 / 3.11 ms (x 5.2) and 5.01 / 6.48 ms (x 1.3); compile 27 /
+55 s and 20 / 55 s; whole run at ratio 512: Ajax jitted 2.56, host loop 2.63, official 1.61
+env steps/s (x 1.59 and 1.63). ``--official-malloc kept`` runs the official code with the same
+allocator settings (``ajax.host_memory.GLIBC_ENV``).
 """
 
 from __future__ import annotations
@@ -384,5 +386,5 @@ def main() -> None:
 KEPT = False  # whether keep_host_buffers applied (set when run as a script)
 
 if __name__ == "__main__":
-    KEPT = keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
+    KEPT = keep_host_buffers()  # as `ajax train dreamerv3` does (ajax.host_memory)
     main()

@@ -34,8 +34,6 @@ import jax.numpy as jnp
 from gymnax.environments.classic_control.cartpole import CartPole
 from gymnax.environments.classic_control.pendulum import Pendulum
 
-from ajax.host_memory import keep_host_buffers
-
 sys.path.insert(0, os.path.dirname(__file__))  # crossq_roofline, tdmpc2_speed's FLOP counter
 
 BATCH, HIDDEN, LEARNING_STARTS = 256, 256, 1_000
@@ -388,5 +386,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

@@ -44,7 +44,6 @@ from ajax.agents.ppo import PPO, PPOConfig  # noqa: E402
 from ajax.agents.sac import SAC, SACConfig  # noqa: E402
 from ajax.agents.td3 import TD3, TD3Config  # noqa: E402
 from ajax.agents.tdmpc2 import TDMPC2, TDMPC2Config  # noqa: E402
-from ajax.host_memory import keep_host_buffers  # noqa: E402
 from ajax.training.driver import segment_fn  # noqa: E402
 from ajax.training.sharding import (  # noqa: E402
     CHUNKS_THEN_SEEDS,
@@ -112,5 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

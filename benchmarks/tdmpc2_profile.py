@@ -33,7 +33,6 @@ import jax
 from tdmpc2_speed import update_problem
 
 from ajax.agents.tdmpc2.update import update
-from ajax.host_memory import keep_host_buffers
 
 RUNTIME = ("Thunk", "$", "Pjit", "Slinky", "Common", "block", "Threadpool", "end:")
 
@@ -114,5 +113,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
     main()

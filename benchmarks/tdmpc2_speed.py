@@ -360,5 +360,6 @@ def main() -> None:
 KEPT = False  # whether keep_host_buffers applied (set when run as a script)
 
 if __name__ == "__main__":
-    KEPT = keep_host_buffers()  # as the ajax command line does (ajax.host_memory)
+    # as `ajax train` does for agents with keeps_host_buffers; TD-MPC2 has not (README)
+    KEPT = TDMPC2.keeps_host_buffers and keep_host_buffers()
     main()

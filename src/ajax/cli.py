@@ -85,6 +85,7 @@ def _slug(env: str) -> str:
 
 
 def cmd_train(argv: list[str]) -> int:
+    from ajax.host_memory import keep_host_buffers
     from ajax.training import driver
     from ajax.training.run import execute
     from ajax.training.run_dir import RunSpec, prepare_run_dir
@@ -101,6 +102,8 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     if "-h" in rest or "--help" in rest:
         return _train_help(agent, agents[agent].config_cls)
+    if agents[agent].keeps_host_buffers:  # before any program runs (ajax.host_memory)
+        keep_host_buffers()
     args, config, preset, algo, env_options, devices = train_setup(agent, rest)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")
@@ -397,12 +400,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from ajax.failures import environment_failed
-    from ajax.host_memory import keep_host_buffers
     from ajax.training.run import Diverged
     from ajax.training.run_dir import RunDirError
     from ajax.validation import ConfigError
 
-    keep_host_buffers()  # before any program runs: see ajax.host_memory
     try:
         shown = help_text(cmd, argv[1:])
         if shown is not None:

@@ -74,6 +74,8 @@ class DreamerV3(ReplayAlgorithm):
     images = True  # the CNN encoder and decoder of conv.py
     mixed = True  # an image with vector features: both paths (mixed.py)
     host_wrap = HostExplicitReset  # hold ticks on host simulators too
+    # size1m's train step: 110k page faults and 0.38 s kernel time a step without (README)
+    keeps_host_buffers = True
     # the same rounding on one device and on several (seed sharding bitwise)
     compiler_options = SAME_ON_ANY_LAYOUT
 
