@@ -61,23 +61,15 @@ def test_temporaries_are_reused_not_faulted_in_again():
     assert sum(kept["faults"]) < 0.8 * sum(system["faults"]), (kept, system)
 
 
-def test_ajax_train_keeps_host_buffers_for_the_agents_that_ask(monkeypatch):
-    """``ajax train`` calls keep_host_buffers before building the run, for DreamerV3 only."""
+def test_commands_keep_host_buffers_for_the_agents_that_ask(monkeypatch):
+    """Every command builds its agent through cli._make_algo (train, resume, eval, collect,
+    sweep), which calls keep_host_buffers first for DreamerV3 only."""
     import ajax.cli as cli
     import ajax.host_memory as host_memory
 
     calls = []
     monkeypatch.setattr(host_memory, "keep_host_buffers", lambda: calls.append(1) or True)
-
-    class Built(Exception):
-        pass
-
-    def built(*_, **__):
-        raise Built
-
-    monkeypatch.setattr(cli, "train_setup", built)
     for agent, expected in (("dreamerv3", 1), ("tdmpc2", 0), ("sac", 0)):
         calls.clear()
-        with pytest.raises(Built):
-            cli.cmd_train([agent, "--env", "Pendulum-v1"])
+        cli._make_algo(agent, "Pendulum-v1", None)
         assert len(calls) == expected, agent

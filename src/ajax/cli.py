@@ -64,12 +64,18 @@ def _agents() -> dict[str, type]:
 
 
 def _make_algo(agent: str, env: str, config, env_options: dict | None = None):
+    """The agent every command runs (train, resume, eval, collect, sweep), built from its
+    registry name; a UsageError naming the fix when it refuses its env or options."""
+    from ajax.host_memory import keep_host_buffers
+
     agents = _agents()
     if agent not in agents:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     options = {k: tuple(v) if isinstance(v, list) else v for k, v in (env_options or {}).items()}
+    cls = agents[agent]
+    if cls.keeps_host_buffers:  # before the agent's first program runs (ajax.host_memory)
+        keep_host_buffers()
     try:
-        cls = agents[agent]
         if "dataset" in options:  # the agent's offline multi-task variant (cls.multitask)
             module, name = cls.multitask.split(":")
             variant = getattr(importlib.import_module(module), name)
@@ -85,7 +91,6 @@ def _slug(env: str) -> str:
 
 
 def cmd_train(argv: list[str]) -> int:
-    from ajax.host_memory import keep_host_buffers
     from ajax.training import driver
     from ajax.training.run import execute
     from ajax.training.run_dir import RunSpec, prepare_run_dir
@@ -102,8 +107,6 @@ def cmd_train(argv: list[str]) -> int:
         raise UsageError(f"unknown agent {agent!r}; known agents: {', '.join(sorted(agents))}")
     if "-h" in rest or "--help" in rest:
         return _train_help(agent, agents[agent].config_cls)
-    if agents[agent].keeps_host_buffers:  # before any program runs (ajax.host_memory)
-        keep_host_buffers()
     args, config, preset, algo, env_options, devices = train_setup(agent, rest)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"runs/{agent}-{_slug(args.env)}-{stamp}")

@@ -12,8 +12,9 @@ faults and 0.07 s kernel time per update against under 1.2k and 0.005 s.
 :func:`keep_host_buffers` sets glibc's ``mallopt`` so that the process keeps what it frees:
 one arena (``M_ARENA_MAX`` 1, so the worker threads allocate from the main heap), no ``mmap``
 (``M_MMAP_MAX`` 0) and no trimming (``M_TRIM_THRESHOLD`` -1). The resident memory then stays
-at its peak, which a training process reaches on its first step anyway. ``ajax train`` calls
-it, before building the run, for agents whose class sets ``keeps_host_buffers`` (DreamerV3).
+at its peak, which a training process reaches on its first step anyway. Every ``ajax``
+command that builds an agent (train, resume, eval, collect, sweep) calls it first for agents
+whose class sets ``keeps_host_buffers`` (DreamerV3).
 It is off for the others: with one arena TD-MPC2's planning step (many small ops, both
 threads allocating) ran slower, min of 15 calls 148-239 ms against 122-146 ms with the system
 allocator over three alternations at size 1, while its update ran faster (111-159 against
@@ -42,8 +43,8 @@ def keep_host_buffers() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None)
-        version = libc.gnu_get_libc_version  # absent from musl and the other C libraries
-    except (OSError, AttributeError):
+    except OSError:
         return False
-    version.restype = ctypes.c_char_p
+    if not hasattr(libc, "gnu_get_libc_version"):  # musl and the other C libraries
+        return False
     return all(libc.mallopt(param, value) == 1 for param, value in SETTINGS)

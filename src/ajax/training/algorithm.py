@@ -48,8 +48,8 @@ class Algorithm:
     # XLA options for every program of a run (JAX run, host loop, eval; see :meth:`jit`), e.g.
     # sharding.SAME_ON_ANY_LAYOUT
     compiler_options: ClassVar[dict | None] = None
-    # the command line calls ajax.host_memory.keep_host_buffers before ``ajax train`` builds
-    # it: for agents whose large per-call temporaries glibc would unmap and fault in again
+    # every command calls ajax.host_memory.keep_host_buffers before building it: for agents
+    # whose large per-call temporaries glibc would unmap and fault in again
     keeps_host_buffers: ClassVar[bool] = False
 
     def __init__(self, env: Any = "Pendulum-v1", config: Any = None, **env_options):

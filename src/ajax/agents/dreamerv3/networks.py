@@ -243,9 +243,7 @@ class RSSM(nn.Module):
         """
         g, lead = self.config.blocks, deter.shape[:-1]
         blocks = jnp.moveaxis(_groups(deter.reshape(-1, deter.shape[-1]), g), 1, 0)
-        shared = jnp.broadcast_to(
-            x.reshape(1, -1, x.shape[-1]), (g, *blocks.shape[1:2], x.shape[-1])
-        )
+        shared = jnp.broadcast_to(x.reshape(1, -1, x.shape[-1]), (g, blocks.shape[1], x.shape[-1]))
         h = jnp.concatenate([blocks, shared], axis=-1)
         for layer, norm in zip(self.dynhid, self.dynhid_norm, strict=True):
             h = jax.nn.silu(norm(layer(h, blocks_first=True)))
