@@ -71,3 +71,27 @@ def test_b6_init_std_uses_full_fan_in():
 def test_b6_indivisible_sizes_raise(features, blocks, width):
     with pytest.raises(ValueError, match="blocks"):
         BlockLinear(features, blocks).init(KEY(0), jnp.zeros((1, width)))
+
+
+def test_b6_shared_input_equals_broadcast_concat():
+    """``shared`` is every block's input [x_k | shared] without the broadcast: same values and
+    gradients as the block-major call on the concatenated input (the GRU core's first layer)."""
+    g, own, s, n = 4, 3, 5, 6
+    layer, params = _init(8, g, g * (own + s))
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(rng.normal(size=(g, n, own)), jnp.float32)
+    shared = jnp.asarray(rng.normal(size=(n, s)), jnp.float32)
+
+    def split(p, x, shared):
+        return layer.apply({"params": p}, x, blocks_first=True, shared=shared)
+
+    def concat(p, x, shared):
+        full = jnp.concatenate([x, jnp.broadcast_to(shared, (g, n, s))], axis=-1)
+        return layer.apply({"params": p}, full, blocks_first=True)
+
+    np.testing.assert_allclose(split(params, x, shared), concat(params, x, shared), atol=1e-6)
+    loss = lambda f: lambda *a: jnp.sum(jnp.sin(f(*a)))  # noqa: E731
+    for a, b in zip(jax.grad(loss(split), (0, 1, 2))(params, x, shared),
+                    jax.grad(loss(concat), (0, 1, 2))(params, x, shared), strict=True):  # fmt: skip
+        for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+            np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)

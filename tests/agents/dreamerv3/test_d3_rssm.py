@@ -1,5 +1,6 @@
 """Spec 000 B15 (RSSM block-GRU core, observe/imagine steps) and B14 (DreamerV3's scans)."""
 
+import dataclasses
 import functools
 
 import jax
@@ -253,3 +254,34 @@ def test_b15_bad_config_and_inputs_raise():
         embed_action(jnp.zeros((2,)), _tiny(True))
     with pytest.raises(ValueError, match="continuous actions"):
         embed_action(jnp.zeros((2, 3)), _tiny())
+
+
+@pytest.mark.parametrize("dyn_layers", [0, 1, 2])
+def test_b15_core_recurrence_matches_the_reference_layout(dyn_layers):
+    """The block-major core (shared x kept out of the broadcast) equals rssm.py:147-158 written
+    out in numpy in the reference's [B, g, .] layout: [deter_k | x] per block, dyn_layers x
+    SiLU(RMSNorm over all D (eps 1e-4)(BlockLinear)), dyngru, gates. dyn_layers 0 feeds x to dyngru."""
+    config = dataclasses.replace(_tiny(), dyn_layers=dyn_layers)
+    rssm = RSSM(config)
+    s = initial_state(config, B)
+    shapes = jax.eval_shape(rssm.init, KEY(0), s.deter, s.stoch, jnp.zeros((B, 2)),
+                            jnp.zeros((B, E)))  # fmt: skip
+    params = _fill(shapes["params"], 3)
+    deter, x = _normal(4, (B, 16)), _normal(5, (B, 24))
+    got = rssm.apply({"params": params}, deter, x, method=RSSM.core_recurrence)
+    g, p = 4, jax.tree.map(np.asarray, params)
+
+    def block_linear(h, layer):
+        return np.einsum("bki,kio->bko", h, layer["kernel"]) + layer["bias"].reshape(g, -1)
+
+    groups = np.asarray(deter).reshape(B, g, 4)
+    h = np.concatenate([groups, np.broadcast_to(np.asarray(x)[:, None], (B, g, 24))], -1)
+    for i in range(dyn_layers):
+        h = block_linear(h, p[f"dynhid_{i}"]).reshape(B, 16)
+        h = h / np.sqrt(np.mean(h**2, -1, keepdims=True) + 1e-4) * p[f"dynhid_norm_{i}"]["scale"]
+        h = (h / (1 + np.exp(-h))).reshape(B, g, 4)
+    r, c, u = np.split(block_linear(h, p["dyngru"]), 3, axis=-1)
+    r, u = 1 / (1 + np.exp(-r)), 1 / (1 + np.exp(1.0 - u))
+    c = np.tanh(r * c)
+    want = (u * c + (1 - u) * groups).reshape(B, 16)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

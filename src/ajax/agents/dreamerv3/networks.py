@@ -50,15 +50,21 @@ class BlockLinear(nn.Module):
     blocks: int
 
     @nn.compact
-    def __call__(self, x: jax.Array, blocks_first: bool = False) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, blocks_first: bool = False, shared: jax.Array | None = None
+    ) -> jax.Array:
         """Apply to ``x [..., I]``; returns ``[..., features]``.
 
         With ``blocks_first``, ``x`` is already split and block-major, ``[g, N, I/g]``, and so is
         the result, ``[g, N, features/g]``: the GRU core stays in that layout for all its layers
-        (see :meth:`RSSM.core_recurrence`).
+        (see :meth:`RSSM.core_recurrence`). ``shared [N, S]`` (block-major only) is an input
+        every block sees after its own slice, as if each block's input were ``[x_k | shared]``
+        (``x [g, N, I/g - S]``), without broadcasting it to the g blocks: its part of the kernel
+        runs as one ``[N, S] x [S, features]`` matmul.
         """
         g = self.blocks
-        insize = x.shape[-1] * g if blocks_first else x.shape[-1]
+        width = x.shape[-1] + (0 if shared is None else shared.shape[-1])
+        insize = width * g if blocks_first else x.shape[-1]
         if g <= 0 or self.features % g or insize % g or (blocks_first and x.shape[0] != g):
             raise ValueError(
                 f"BlockLinear needs blocks > 0 dividing both features ({self.features}) and the "
@@ -69,7 +75,12 @@ class BlockLinear(nn.Module):
         kernel = self.param("kernel", trunc_normal_fan_in(1.0), shape, jnp.float32)
         bias = self.param("bias", nn.initializers.zeros, (self.features,), jnp.float32)
         if blocks_first:
-            return jnp.einsum("kbi,kio->kbo", x, kernel) + bias.reshape(g, 1, -1)
+            own = x.shape[-1]
+            y = jnp.einsum("kbi,kio->kbo", x, kernel[:, :own]) + bias.reshape(g, 1, -1)
+            if shared is None:
+                return y
+            z = shared @ jnp.moveaxis(kernel[:, own:], 0, 1).reshape(shared.shape[-1], -1)
+            return y + jnp.moveaxis(_groups(z, g), 1, 0)
         lead = x.shape[:-1]
         x = jnp.asarray(x, jnp.float32).reshape(-1, g, insize // g)
         # Block-major batched matmul: XLA:CPU runs 'kbi,kio' about twice as fast as 'bki,kio'
@@ -243,11 +254,11 @@ class RSSM(nn.Module):
         """
         g, lead = self.config.blocks, deter.shape[:-1]
         blocks = jnp.moveaxis(_groups(deter.reshape(-1, deter.shape[-1]), g), 1, 0)
-        shared = jnp.broadcast_to(x.reshape(1, -1, x.shape[-1]), (g, blocks.shape[1], x.shape[-1]))
-        h = jnp.concatenate([blocks, shared], axis=-1)
+        shared = x.reshape(-1, x.shape[-1])
+        h = blocks
         for layer, norm in zip(self.dynhid, self.dynhid_norm, strict=True):
-            h = jax.nn.silu(norm(layer(h, blocks_first=True)))
-        _, cand, update = _gru_gates(self.dyngru(h, blocks_first=True))
+            h, shared = jax.nn.silu(norm(layer(h, blocks_first=True, shared=shared))), None
+        _, cand, update = _gru_gates(self.dyngru(h, blocks_first=True, shared=shared))
         new = update * cand + (1.0 - update) * blocks
         return jnp.moveaxis(new, 0, 1).reshape(*lead, deter.shape[-1])
 
