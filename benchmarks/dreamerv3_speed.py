@@ -8,7 +8,10 @@ Shapes follow the official defaults: batch 16 x 64 (+ 1 context row), vector obs
 a small task (5 features, 1 continuous action: the shapes at which the official size1m has
 637,446 parameters). Times are medians of compiled calls (compilation timed separately).
 FLOPs are matmul FLOPs counted from the jaxpr (scans times their length); "roofline" is the
-train step's matmul GFLOP/s over a plain 1024^3 matmul's.
+train step's matmul GFLOP/s over a plain 1024^3 matmul's. "x max" is the official time over
+the step's FLOPs at the plain matmul's rate: the ratio an Ajax that ran every matmul as fast
+as that matmul and spent no time on anything else would reach (x / roofline). Where it is
+below a goal, no rewrite of the step reaches that goal on this machine.
 
 Whole runs (size ``--sizes[0]``, CartPole-v1, ``--run-ratio``, ``--run-envs``, the same batch)
 are timed in env steps/s once training has started, over ``--run-steps`` env steps: Ajax's
@@ -265,18 +268,21 @@ def format_tables(args, ajax: dict, runs: dict, official: dict, mm: float) -> li
     per size, ``runs`` {"jitted"|"host": env steps/s}, ``official`` as official_times)."""
     dtypes = list(args.official_dtypes) if official else list(DTYPES)
     heads = " ".join(f"{'off ' + SHORT[d]:>9}" for d in dtypes) + f" {'x':>6}"
+    train_heads = f"{heads} {'x max':>6}"
     lines = [
         f"train step, batch {args.batch_size} x {args.batch_length}, vector {OBS_DIM} -> "
         f"{ACTION_DIM} continuous (ms; x = the faster official setting's / Ajax's)",
         f"{'size':>5} {'params':>10} {'Ajax ms':>9} {'GFLOP':>7} {'GFLOP/s':>8} "
-        f"{'roofline':>8} {heads}",
+        f"{'roofline':>8} {train_heads}",
     ]
     for size, r in ajax.items():
         gfs = r["gflop"] / r["train_ms"] * 1e3
+        off = [_official(official, ("train", size, d), "train_ms") for d in dtypes]
         lines.append(
             f"{size:>5} {r['params']:>10,} {r['train_ms']:>9.1f} {r['gflop']:>7.2f} "
             f"{gfs:>8.1f} {gfs / mm:>8.2f} "
             + _official_cells(official, "train", size, "train_ms", dtypes, ".1f", r["train_ms"])
+            + f" {_cell(ratio(off, r['gflop'] / mm * 1e3), '.2f', 6)}"
         )
     lines += ["policy step, batch 1 (ms)", f"{'size':>5} {'Ajax ms':>9} {heads}"]
     for size, r in ajax.items():

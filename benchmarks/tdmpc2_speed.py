@@ -23,6 +23,9 @@ multiplied by its length (``jax.stages`` cost analysis counts a loop body once, 
 2.3 of the planner's 13.2 GFLOP at size 1). Element-wise work is left out: the figures are a
 lower bound on the work done, and "achieved GFLOP/s" over "matmul GFLOP/s" is the roofline
 ratio, measured against plain matmuls of the networks' own shapes and of a large square one.
+"x max" is the faster official time over the matmul FLOPs at that plain matmul rate: the ratio
+an Ajax that ran every matmul at that rate and spent no time on anything else would reach
+(x / roofline); where it is below a goal, no rewrite reaches that goal on this machine.
 """
 
 from __future__ import annotations
@@ -319,17 +322,19 @@ def main() -> None:
     print(head)
     for size in args.sizes:
         r = bench_size(size, args.repeats)
-        cells = []
-        for what in ("update_ms", "plan_ms"):
-            ms = [official.get((size, m), {}).get(what) for m in ("eager", "compiled")]
+        mm = max(r["matmul_gflops"], r["plan_matmul_gflops"])
+        cells, xmax = [], []
+        for what in ("update", "plan"):
+            ms = [official.get((size, m), {}).get(f"{what}_ms") for m in ("eager", "compiled")]
             ran = [v for v in ms if v is not None]
             # x: the faster official variant's ms over Ajax's ("-" when neither ran)
-            x = f"{min(ran) / r[what]:>5.2f}" if ran else f"{'-':>5}"
+            x = f"{min(ran) / r[what + '_ms']:>5.2f}" if ran else f"{'-':>5}"
+            floor_ms = r[f"{what}_gflop"] / mm * 1e3
+            xmax.append(f"{min(ran) / floor_ms:.2f}" if ran else "-")
             shown = [f"{v:>6.0f}" if v is not None else f"{'-':>6}" for v in ms]
-            cells.append(f"{r[what]:>7.1f} {shown[0]} {shown[1]} {x}")
+            cells.append(f"{r[what + '_ms']:>7.1f} {shown[0]} {shown[1]} {x}")
         upd_gfs = r["update_gflop"] / r["update_ms"] * 1e3
         pln_gfs = r["plan_gflop"] / r["plan_ms"] * 1e3
-        mm = max(r["matmul_gflops"], r["plan_matmul_gflops"])
         print(
             f"{size:>4} {cells[0]} {cells[1]}"
             f" {upd_gfs:>8.1f} {pln_gfs:>9.1f} {mm:>7.1f}"
@@ -338,7 +343,7 @@ def main() -> None:
         print(
             f"     matmul GFLOP per update {r['update_gflop']:.2f}, per plan {r['plan_gflop']:.2f};"
             f" layer-shaped matmul {r['matmul_gflops']:.1f} (update) /"
-            f" {r['plan_matmul_gflops']:.1f} (plan) GFLOP/s"
+            f" {r['plan_matmul_gflops']:.1f} (plan) GFLOP/s; x max {xmax[0]} / {xmax[1]}"
         )
     for (size, mode), row in sorted(official.items()):
         print(f"official size {size} {mode}: first call {row['first_call_s']:.1f} s,"
