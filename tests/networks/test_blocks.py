@@ -254,6 +254,36 @@ def test_row_dense_is_nn_dense_on_any_leading_shape():
     assert isinstance(linear(5, "normal(0.02)"), RowDense)
 
 
+def test_row_dense_narrow_output_takes_the_out_in_weight_gradient():
+    """A kernel with a narrow output (40 -> 8) runs through rows_matmul on CPU: the same values,
+    gradients (weight, bias and input) and seed-vmapped gradients as nn.Dense; a square kernel
+    (8 -> 8) and a wide one (8 -> 40) keep lax's dot."""
+    from ajax.networks.blocks import narrow_out
+
+    assert narrow_out((640, 64)) and narrow_out((128, 64)) and narrow_out((64, 2))
+    assert not narrow_out((64, 64)) and not narrow_out((2560, 256)) and not narrow_out((64, 255))
+    x = jax.random.normal(KEY, (3, 4, 40))
+    kw = dict(kernel_init=nn.initializers.normal(0.5), bias_init=nn.initializers.normal(0.5))
+    row, dense = RowDense(8, **kw), nn.Dense(8, **kw)
+    params = row.init(KEY, x)
+    loss = lambda module: lambda p, x: jnp.sum(jnp.sin(module.apply(p, x)))  # noqa: E731
+    assert "custom_vjp_call" in str(jax.make_jaxpr(loss(row))(params, x))
+    g_row = jax.grad(loss(row), (0, 1))(params, x)
+    g_dense = jax.grad(loss(dense), (0, 1))(params, x)
+    for a, b in zip(jax.tree.leaves(g_row), jax.tree.leaves(g_dense), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    seeds = jnp.stack([x, 2 * x])
+    v_row = jax.vmap(jax.grad(loss(row)), (None, 0))(params, seeds)
+    v_dense = jax.vmap(jax.grad(loss(dense)), (None, 0))(params, seeds)
+    for a, b in zip(jax.tree.leaves(v_row), jax.tree.leaves(v_dense), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    for features, width in ((8, 8), (40, 8)):
+        module = RowDense(features, **kw)
+        z = jnp.ones((4, width))
+        jaxpr = str(jax.make_jaxpr(loss(module))(module.init(KEY, z), z))
+        assert "custom_vjp_call" not in jaxpr
+
+
 def test_b5_5_members_differ_and_target_copies_online():
     x = jnp.zeros((1, 518))
     variables = jax.jit(_QEnsemble(101, 0.0, 0.01).init)(KEY, x)
