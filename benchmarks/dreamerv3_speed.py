@@ -34,14 +34,14 @@ the official code fails prints "-", and its one-line reason under the tables; if
 official measurement fails, the script ends with exit 2 and that line (a broken setup, as
 argparse's own errors).
 
-One run (2026-12-07, ``--replay-env none``, at abbfb9b; the 2 cores slowed by the host's
-other work, 1024^3 matmul 90.5 GFLOP/s, so only the ratios mean much; Ajax with
+One run (2026-12-08, ``--replay-env none``, at 9cb58e9; 1024^3 matmul 141.9 GFLOP/s; Ajax with
 ``keep_host_buffers``, the official code with its system allocator): train step size1m Ajax
-670.5 ms, official 1,266.9 (f32) / 2,223.0 (bf16), x 1.89; size12m 6,383.1 against 7,770.9 /
-11,413.6, x 1.22; policy step 0.60 / 3.11 ms (x 5.2) and 5.01 / 6.48 ms (x 1.3); compile 27 /
-55 s and 20 / 55 s; whole run at ratio 512: Ajax jitted 2.56, host loop 2.63, official 1.61
-env steps/s (x 1.59 and 1.63). ``--official-malloc kept`` runs the official code with the same
-allocator settings (``ajax.host_memory.GLIBC_ENV``).
+628.0 ms, official 1,109.5 (f32) / 1,736.7 (bf16), x 1.77, x max 5.02; size12m 5,619.7
+against 6,236.9 / 8,730.7, x 1.11, x max 2.08; policy step 0.76 / 2.44 ms (x 3.2) and 3.55 /
+4.34 ms (x 1.2); compile 18.8 / 38.5 s and 18.2 / 38.1 s; whole run at ratio 512: Ajax jitted
+2.87, host loop 2.98, official 1.94 env steps/s (x 1.48 and 1.54). The run before
+(2026-12-07, at abbfb9b) gave x 1.89 and 1.22 on the train step. ``--official-malloc kept`` runs
+the official code with the same allocator settings (``ajax.host_memory.GLIBC_ENV``).
 """
 
 from __future__ import annotations

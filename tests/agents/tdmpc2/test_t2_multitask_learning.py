@@ -19,10 +19,11 @@ dataset converted to its format with this test's model, batch and planner
 (``benchmarks/tdmpc2_multitask_official.py``), evaluated on Ajax's envs the way this test
 evaluates (8 episodes per task, best of the last two evaluations), scored at 12,000 updates
 (24,000 would take about 1 h 40 min on this machine): pendulum 0.96, cartpole-balance -0.36,
-reacher 0.90 (Ajax at 12k on that dataset was not finished when this was written; Ajax at 24k
-here scored 1.03, -0.26, 0.84). The official too plans cartpole-balance below random, so 0.8
-on every task is not what the reference reaches here; each task's bar is the official score
-minus 0.3 (one seed per side; see the note for the spread).
+reacher 0.90; Ajax at 12k on the same dataset, seeds 0 and 1: 1.03 / 1.05, -0.27 / -0.30,
+0.51 / 1.00 (Ajax at 24k here scored 1.03, -0.26, 0.84). The official too plans
+cartpole-balance below random, so 0.8 on every task is not what the reference reaches here;
+each task's bar is the official score minus 0.3 (one official seed; see the note for the
+spread).
 """
 
 from __future__ import annotations
