@@ -95,3 +95,5 @@ def test_b6_shared_input_equals_broadcast_concat():
                     jax.grad(loss(concat), (0, 1, 2))(params, x, shared), strict=True):  # fmt: skip
         for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
             np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="block-major"):
+        layer.apply({"params": params}, x[0], shared=shared)

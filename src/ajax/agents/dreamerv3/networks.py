@@ -63,6 +63,10 @@ class BlockLinear(nn.Module):
         runs as one ``[N, S] x [S, features]`` matmul.
         """
         g = self.blocks
+        if shared is not None and not blocks_first:
+            raise ValueError(
+                "BlockLinear takes a shared input only block-major: blocks_first=True."
+            )
         width = x.shape[-1] + (0 if shared is None else shared.shape[-1])
         insize = width * g if blocks_first else x.shape[-1]
         if g <= 0 or self.features % g or insize % g or (blocks_first and x.shape[0] != g):
@@ -256,6 +260,7 @@ class RSSM(nn.Module):
         blocks = jnp.moveaxis(_groups(deter.reshape(-1, deter.shape[-1]), g), 1, 0)
         shared = x.reshape(-1, x.shape[-1])
         h = blocks
+        # x enters the first layer only (dyngru when there is no hidden layer), as [deter_k | x]
         for layer, norm in zip(self.dynhid, self.dynhid_norm, strict=True):
             h, shared = jax.nn.silu(norm(layer(h, blocks_first=True, shared=shared))), None
         _, cand, update = _gru_gates(self.dyngru(h, blocks_first=True, shared=shared))
